@@ -1,0 +1,48 @@
+"""Dispatches a runner mode. Every mode writes a result JSON; the exit code is 0 when that
+file was written, whatever the candidate did (its failures are in the JSON)."""
+import argparse
+import json
+import os
+import sys
+import traceback
+
+from . import phase
+
+
+def _write_result(path, result):
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(result, f)
+    os.replace(tmp, path)
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(prog="mooreeval_runner")
+    parser.add_argument("mode", choices=["probe", "inspect", "reference", "candidate"])
+    parser.add_argument("--job", required=True, help="job description (JSON file)")
+    parser.add_argument("--result", required=True, help="where to write the result JSON")
+    parser.add_argument("--phase-file", default="", help="progress marker file")
+    args = parser.parse_args(argv)
+    phase.init(args.phase_file)
+    with open(args.job, encoding="utf-8") as f:
+        job = json.load(f)
+    phase.mark("importing_torch")
+    if args.mode == "probe":
+        from .probe import run
+    elif args.mode == "inspect":
+        from .inspect_candidate import run
+    elif args.mode == "reference":
+        from .execute import run_reference as run
+    else:
+        from .execute import run_candidate as run
+    try:
+        result = run(job)
+    except Exception as e:  # a bug in the runner or a broken environment: infrastructure
+        result = {"status": "infra_error", "message": f"runner {args.mode} failed: {e!r}",
+                  "traceback": traceback.format_exc()[-4000:]}
+    _write_result(args.result, result)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Skip interpreter teardown: a candidate's extension may crash in static destructors,
+    # and the verdict is already written.
+    os._exit(0)

@@ -1,0 +1,105 @@
+"""Inspection of a candidate before anything is built.
+
+1. Parse (a SyntaxError is a format error; nothing of the candidate runs yet).
+2. Static findings from the AST for the legality stage (the C++ side decides the verdict).
+3. Execute the module (and construct ModelNew) with load_inline recording its arguments,
+   so that the C++ build stage knows what to compile.
+"""
+import ast
+import traceback
+
+from .loading import CandidateError, load_module_from_path, recording_load_inline
+
+# Reaching any of these names from ModelNew.forward means the candidate falls back to
+# PyTorch compute instead of its own kernel (torch.* attributes outside the allowlist).
+TORCH_NAMESPACES = ("torch", "F", "nn", "functional")
+TORCH_ALLOWED_IN_FORWARD = {
+    "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full",
+    "full_like", "tensor", "as_tensor", "is_tensor", "Size", "device", "no_grad", "inference_mode",
+    "float32", "float16", "bfloat16", "float64", "int32", "int64", "bool", "uint8", "contiguous_format",
+    "cuda", "cpu",
+}
+
+
+def _dotted(node):
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return ""
+
+
+def _finding(rule, message, node):
+    return {"rule": rule, "message": message, "line": getattr(node, "lineno", 0)}
+
+
+def static_findings(tree):
+    findings = []
+    model_new = None
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == "ModelNew":
+            model_new = node
+    calls_load_inline = any(
+        isinstance(n, ast.Call) and _dotted(n.func).split(".")[-1] == "load_inline" for n in ast.walk(tree))
+    if not calls_load_inline:
+        findings.append(_finding("no_kernel", "the candidate never calls load_inline: it builds no kernel", tree))
+    if model_new is None:
+        return model_new, findings
+    for base in model_new.bases:
+        if _dotted(base).split(".")[-1] == "Model":
+            findings.append(_finding("subclasses_reference", "ModelNew subclasses the reference Model", base))
+    forward = next((n for n in model_new.body if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
+    if forward is None:
+        findings.append(_finding("no_forward", "ModelNew defines no forward()", model_new))
+        return model_new, findings
+    for node in ast.walk(forward):
+        if isinstance(node, ast.Try):
+            findings.append(_finding("try_fallback", "try/except in forward (fallback path)", node))
+        if isinstance(node, ast.Name) and node.id == "Model":
+            findings.append(_finding("calls_reference", "forward refers to the reference Model", node))
+        if isinstance(node, ast.Call):
+            name = _dotted(node.func)
+            parts = name.split(".")
+            if len(parts) >= 2 and parts[0] in TORCH_NAMESPACES and parts[-1] not in TORCH_ALLOWED_IN_FORWARD:
+                findings.append(_finding("torch_compute_in_forward",
+                                         "forward calls %s(): PyTorch compute instead of the candidate's kernel"
+                                         % name, node))
+    return model_new, findings
+
+
+def run(job):
+    path = job["candidate_path"]
+    with open(path, "rb") as f:
+        source = f.read()
+    try:
+        tree = ast.parse(source, filename="candidate.py")
+    except SyntaxError as e:
+        return {"status": "format_error", "message": "Python syntax error: %s (line %s)" % (e.msg, e.lineno)}
+    except ValueError as e:  # e.g. null bytes
+        return {"status": "format_error", "message": "not Python source: %s" % e}
+    model_new, findings = static_findings(tree)
+    if model_new is None:
+        return {"status": "format_error", "message": "the candidate defines no class ModelNew"}
+
+    import torch
+    from .loading import load_module_from_path as load_task
+    task = load_task(job["task_path"], "mooreeval_task")
+    specs = []
+    try:
+        with recording_load_inline(specs):
+            module = load_module_from_path(path, "mooreeval_candidate")
+            if not hasattr(module, "ModelNew"):
+                return {"status": "format_error", "message": "ModelNew is not defined at module level"}
+            if not specs:
+                # Some candidates build their extension in __init__.
+                torch.manual_seed(0)
+                module.ModelNew(*task.get_init_inputs())
+    except CandidateError as e:
+        return {"status": e.verdict, "message": str(e)}
+    except BaseException as e:  # candidate code raised (or called sys.exit) at import time
+        return {"status": "runtime_error", "message": "importing the candidate raised %r" % (e,),
+                "traceback": traceback.format_exc()[-4000:]}
+    return {"status": "ok", "extensions": specs, "findings": findings}

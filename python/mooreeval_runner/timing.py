@@ -1,0 +1,55 @@
+"""Benchmarking one forward call, the same way for reference and candidate.
+
+CUDA: the L2 cache is flushed before every timed call; the timed region is closed by a
+device-wide synchronize (so work the forward left on other streams is counted) before the
+end event is recorded. CPU: wall clock around the call."""
+import time
+
+
+def _percentile(sorted_values, q):
+    if not sorted_values:
+        return 0.0
+    k = (len(sorted_values) - 1) * q
+    lo = int(k)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
+
+
+def summarize(times_ms):
+    s = sorted(times_ms)
+    return {"median_ms": _percentile(s, 0.5), "p10_ms": _percentile(s, 0.1), "p90_ms": _percentile(s, 0.9),
+            "min_ms": s[0] if s else 0.0, "iters": len(s)}
+
+
+def benchmark(fn, device, warmup, iters, flush_l2=True):
+    import torch
+    if device.startswith("cuda"):
+        flush = None
+        if flush_l2:
+            l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 64 << 20)
+            flush = torch.empty(max(2 * l2, 128 << 20), dtype=torch.uint8, device=device)
+        for _ in range(warmup):
+            fn()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(iters):
+            if flush is not None:
+                flush.zero_()
+            torch.cuda.synchronize()
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            torch.cuda.synchronize()  # device-wide: side streams included
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        return summarize(times)
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return summarize(times)

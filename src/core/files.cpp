@@ -1,0 +1,82 @@
+#include "core/files.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <system_error>
+
+namespace musacoder {
+
+namespace fs = std::filesystem;
+
+Result<std::string> read_file(const fs::path& path, std::size_t max_bytes) {
+  std::error_code ec;
+  auto st = fs::status(path, ec);
+  if (ec || !fs::exists(st)) return not_found("no such file: " + path.string());
+  if (!fs::is_regular_file(st)) return invalid_argument("not a regular file: " + path.string());
+  auto size = fs::file_size(path, ec);
+  if (ec) return internal_error("cannot stat " + path.string() + ": " + ec.message());
+  if (size > max_bytes)
+    return invalid_argument(path.string() + " is " + std::to_string(size) + " bytes, over the limit of " +
+                            std::to_string(max_bytes));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return internal_error("cannot open " + path.string() + ": " + std::strerror(errno));
+  std::string data(size, '\0');
+  in.read(data.data(), static_cast<std::streamsize>(size));
+  data.resize(static_cast<std::size_t>(in.gcount()));
+  return data;
+}
+
+Status write_file_atomic(const fs::path& path, std::string_view data) {
+  fs::path tmp = path;
+  tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(reinterpret_cast<std::uintptr_t>(&data));
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return internal_error("cannot write " + tmp.string() + ": " + std::strerror(errno));
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    if (!out) return internal_error("write failed: " + tmp.string());
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return internal_error("cannot rename into " + path.string());
+  }
+  return {};
+}
+
+Result<TempDir> TempDir::create(const std::string& prefix, const fs::path& parent) {
+  std::error_code ec;
+  fs::path base = parent.empty() ? fs::temp_directory_path(ec) : parent;
+  if (ec) return internal_error("no temp directory: " + ec.message());
+  fs::create_directories(base, ec);
+  std::string templ = (base / (prefix + "XXXXXX")).string();
+  if (::mkdtemp(templ.data()) == nullptr)
+    return internal_error("mkdtemp in " + base.string() + ": " + std::strerror(errno));
+  return TempDir(fs::path(templ));
+}
+
+TempDir::TempDir(TempDir&& other) noexcept : path_(std::move(other.path_)), keep_(other.keep_) {
+  other.path_.clear();
+}
+
+TempDir& TempDir::operator=(TempDir&& other) noexcept {
+  if (this != &other) {
+    this->~TempDir();
+    path_ = std::move(other.path_);
+    keep_ = other.keep_;
+    other.path_.clear();
+  }
+  return *this;
+}
+
+TempDir::~TempDir() {
+  if (path_.empty() || keep_) return;
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+}  // namespace musacoder

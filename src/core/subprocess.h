@@ -1,0 +1,82 @@
+// Running a child process with a wall-clock deadline and captured, size-capped output.
+//
+// The child is placed in its own process group; on deadline (or when a Subprocess is
+// destroyed while running) the whole group is killed with SIGKILL, so helpers the child
+// started die with it. Children that leave the group (setsid) are the sandbox's concern
+// (cgroups), not this layer's.
+//
+// Besides stdin/stdout/stderr the child gets a control pipe on fd 3 (write end): a runner
+// announces "ready" lines there without mixing them into output that candidate code can
+// also print to.
+//
+// Thread-safety: distinct Subprocess objects may be used from different threads.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace musacoder {
+
+struct ProcessOptions {
+  std::vector<std::string> argv;               // argv[0] is looked up in PATH
+  std::map<std::string, std::string> env_set;  // added to / overriding the inherited environment
+  std::vector<std::string> env_unset;          // removed from the inherited environment
+  std::string cwd;                             // empty: inherit
+  std::string stdin_data;                      // written to the child's stdin at start
+  bool keep_stdin_open = false;                // true: send_stdin() may write more later
+  std::chrono::milliseconds deadline{30000};   // wall clock from spawn to kill
+  std::size_t max_output_bytes = 1 << 20;      // per stream; the rest is drained and dropped
+};
+
+struct ProcessResult {
+  int exit_code = -1;       // valid when !signaled && !timed_out
+  bool signaled = false;    // terminated by a signal (not our deadline kill)
+  int term_signal = 0;      // the signal when signaled
+  bool timed_out = false;   // killed by us at the deadline
+  std::string stdout_text;  // possibly truncated to max_output_bytes
+  std::string stderr_text;
+  bool output_truncated = false;
+  double wall_seconds = 0.0;
+
+  bool succeeded() const { return !timed_out && !signaled && exit_code == 0; }
+  // "exit 1", "killed by signal 11 (SIGSEGV)", "timed out after 2.0 s".
+  std::string describe() const;
+};
+
+class Subprocess {
+ public:
+  // Starts the child. Non-ok only when it cannot be started (e.g. no such program).
+  static Result<std::unique_ptr<Subprocess>> spawn(const ProcessOptions& options);
+  ~Subprocess();  // kills the group if still running
+  Subprocess(const Subprocess&) = delete;
+  Subprocess& operator=(const Subprocess&) = delete;
+
+  // Waits for the next newline-terminated line on the control pipe (fd 3), while draining
+  // output. nullopt when the child exited, closed fd 3 or the deadline passed first.
+  std::optional<std::string> read_control_line();
+
+  // Writes to the child's stdin (requires keep_stdin_open); closes it when `close_after`.
+  void send_stdin(const std::string& data, bool close_after);
+
+  // Waits for exit (or kills the group at the deadline) and returns what happened.
+  ProcessResult wait();
+
+ private:
+  struct State;
+  explicit Subprocess(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+// Spawn + wait. A non-ok Status only for failures to start.
+Result<ProcessResult> run_process(const ProcessOptions& options);
+
+}  // namespace musacoder

@@ -1,0 +1,366 @@
+#include "eval/evaluator.h"
+
+#include <random>
+
+#include "candidate/extract.h"
+#include "core/files.h"
+#include "core/text.h"
+#include "verify/compare.h"
+#include "verify/output_file.h"
+
+namespace musacoder::eval {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::optional<TimingStats> timing_from(const json& result) {
+  if (!result.contains("timing") || !result["timing"].is_object()) return std::nullopt;
+  const json& t = result["timing"];
+  TimingStats s;
+  s.median_ms = t.value("median_ms", 0.0);
+  s.p10_ms = t.value("p10_ms", 0.0);
+  s.p90_ms = t.value("p90_ms", 0.0);
+  s.min_ms = t.value("min_ms", 0.0);
+  s.iters = t.value("iters", 0);
+  return s;
+}
+
+VerdictClass class_from_runner_status(const std::string& status) {
+  if (status == "format_error") return VerdictClass::kFormatError;
+  if (status == "runtime_error") return VerdictClass::kRuntimeError;
+  if (status == "wrong_answer") return VerdictClass::kWrongAnswer;
+  if (status == "illegal") return VerdictClass::kIllegal;
+  if (status == "timeout") return VerdictClass::kTimeout;
+  if (status == "ok") return VerdictClass::kOk;
+  return VerdictClass::kInfraError;
+}
+
+// Builds a Verdict step by step; `fail()` fixes the class and where it was decided.
+struct Draft {
+  Verdict v;
+  std::string log;
+  Verdict& fail(VerdictClass c, const std::string& stage, const std::string& message) {
+    v.verdict = c;
+    v.stage = stage;
+    v.message = message;
+    return v;
+  }
+};
+
+std::string runner_log(const run::RunnerOutcome& o) {
+  std::string s = o.process.stderr_text;
+  if (!o.process.stdout_text.empty()) s = o.process.stdout_text + "\n" + s;
+  if (o.result && o.result->contains("traceback")) s += "\n" + o.result->value("traceback", "");
+  return s;
+}
+
+// What a candidate process's end means when it did not finish cleanly.
+Verdict& classify_candidate_failure(Draft& d, const run::RunnerOutcome& o, const std::string& stage,
+                                    double max_run_seconds) {
+  d.log += runner_log(o);
+  const bool candidate_code_ran = o.phase.starts_with("candidate_");
+  if (o.process.timed_out) {
+    return d.fail(VerdictClass::kTimeout, stage,
+                  "the candidate exceeded --max-run-seconds (" + std::to_string(max_run_seconds) + " s)");
+  }
+  if (o.result) {
+    std::string status = o.result->value("status", "infra_error");
+    std::string message = o.result->value("message", "");
+    return d.fail(class_from_runner_status(status), stage, message);
+  }
+  if (candidate_code_ran) {
+    return d.fail(VerdictClass::kRuntimeError, stage, "the candidate process died: " + o.process.describe());
+  }
+  return d.fail(VerdictClass::kInfraError, stage, "the runner died before the candidate ran: " + o.error);
+}
+
+}  // namespace
+
+json EvalOptions::to_json() const {
+  return {{"backend", build::backend_name(backend)},
+          {"tolerance_rtol", rtol},
+          {"tolerance_atol", atol},
+          {"warmup_iters", warmup_iters},
+          {"benchmark_iters", benchmark_iters},
+          {"max_build_seconds", max_build.count() / 1000.0},
+          {"max_run_seconds", max_run.count() / 1000.0},
+          {"gpu_index", gpu_index},
+          {"run_slots", run_slots},
+          {"flush_l2", flush_l2},
+          {"reward_scheme", reward::scheme_name(reward.scheme)},
+          {"reward_speedup_cap", reward.speedup_cap},
+          {"runtime_op_check", legality.check_runtime_ops},
+          {"python", runner.python}};
+}
+
+Evaluator::Evaluator(EvalOptions options)
+    : options_(std::move(options)),
+      run_slots_(std::make_unique<std::counting_semaphore<>>(std::max(1, options_.run_slots))) {
+  seed_state_ = options_.seed ? *options_.seed : std::random_device{}() ^ (uint64_t{std::random_device{}()} << 32);
+}
+
+uint64_t Evaluator::next_seed() {
+  std::lock_guard<std::mutex> lock(mu_);
+  // splitmix64: well-spread seeds from a counter.
+  uint64_t z = (seed_state_ += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return (z ^ (z >> 31)) & 0x7FFFFFFFFFFFull;  // torch.manual_seed takes < 2**63
+}
+
+Result<build::Toolchain> Evaluator::toolchain() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (toolchain_) return *toolchain_;
+  auto dir = TempDir::create("mooreeval-probe-", options_.work_root);
+  if (!dir.ok()) return dir.status();
+  run::RunnerCall call{"probe", json::object(), dir->path(), std::chrono::milliseconds(120000), {}};
+  auto outcome = run::run_runner(options_.runner, call);
+  if (!outcome.ok()) return outcome.status();
+  if (!outcome->result || outcome->result->value("status", "") != "ok") {
+    return internal_error("the runner's toolchain probe failed (" + outcome->error + "): " +
+                          truncate_middle(outcome->process.stderr_text, 2000));
+  }
+  auto t = build::toolchain_from_probe(*outcome->result);
+  if (!t.ok()) return t.status();
+  toolchain_ = *t;
+  return *toolchain_;
+}
+
+Status Evaluator::prepare() {
+  if (options_.backend == build::Backend::kMusa) {
+    // The MUSA toolchain is mcc from the MUSA SDK, with torch_musa on the Python side.
+    const char* musa_home = std::getenv("MUSA_HOME");
+    fs::path mcc = fs::path(musa_home ? musa_home : "/usr/local/musa") / "bin" / "mcc";
+    std::error_code ec;
+    if (!fs::exists(mcc, ec))
+      return failed_precondition("MUSA toolchain not found: no mcc at " + mcc.string() +
+                                 " (install the MUSA SDK and set MUSA_HOME)");
+    return failed_precondition("the musa backend needs torch_musa in the runner's Python; not supported here yet");
+  }
+  auto t = toolchain();
+  if (!t.ok()) return t.status();
+  if (options_.backend == build::Backend::kCuda) {
+    if (t->nvcc.empty()) return failed_precondition("CUDA toolkit not found: torch.utils.cpp_extension sees no nvcc");
+    if (!t->cuda_available) return failed_precondition("the cuda backend needs a GPU, but torch sees none");
+  }
+  return {};
+}
+
+Verdict Evaluator::evaluate(const task::TaskSpec& task, std::string_view submission) {
+  Verdict v;
+  int attempt = 0;
+  do {
+    v = evaluate_once(task, submission);
+    v.attempts = ++attempt;
+  } while (v.verdict == VerdictClass::kInfraError && attempt <= options_.infra_retries);
+  return v;
+}
+
+Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view submission) {
+  const auto t_start = Clock::now();
+  Draft d;
+  d.v.task_id = task.id;
+  d.v.backend = build::backend_name(options_.backend);
+  d.v.reward_scheme = reward::scheme_name(options_.reward.scheme);
+  d.v.config = options_.to_json();
+  const verify::Tolerance tol{task.rtol.value_or(options_.rtol), task.atol.value_or(options_.atol)};
+  d.v.config["task_rtol"] = tol.rtol;
+  d.v.config["task_atol"] = tol.atol;
+  d.v.trials = task.trials;
+
+  auto finalize = [&](Verdict& v) -> Verdict {
+    reward::RewardInputs in{v.compiled, v.verdict == VerdictClass::kOk || v.verdict == VerdictClass::kWrongAnswer,
+                            v.trials ? static_cast<double>(v.passed) / v.trials : 0.0, v.speedup};
+    if (v.verdict == VerdictClass::kIllegal) in = {};  // a hack earns nothing
+    if (v.scored()) v.reward = reward::compute_reward(in, options_.reward);
+    v.log = truncate_middle(sanitize_utf8(d.log), options_.max_log_bytes);
+    v.seconds.total = since(t_start);
+    return v;
+  };
+
+  // 1. Extract.
+  auto t0 = Clock::now();
+  auto submission_code = candidate::extract_candidate(submission, {options_.max_submission_bytes});
+  d.v.seconds.extract = since(t0);
+  if (!submission_code.ok())
+    return finalize(d.fail(VerdictClass::kFormatError, "extract", submission_code.status().message()));
+  d.v.candidate_sha256 = submission_code->source_sha256;
+
+  auto toolchain = this->toolchain();
+  if (!toolchain.ok()) return finalize(d.fail(VerdictClass::kInfraError, "prepare", toolchain.status().message()));
+  auto work = TempDir::create("mooreeval-job-", options_.work_root);
+  if (!work.ok()) return finalize(d.fail(VerdictClass::kInfraError, "prepare", work.status().message()));
+  if (options_.keep_work_dirs) work->keep();
+  const fs::path dir = work->path();
+  const fs::path candidate_path = dir / "candidate.py";
+  if (!write_file_atomic(candidate_path, submission_code->source).ok())
+    return finalize(d.fail(VerdictClass::kInfraError, "prepare", "cannot write the candidate file"));
+
+  // Fresh seeds per evaluation; both sides get the same ones.
+  const uint64_t init_seed = next_seed();
+  json trial_seeds = json::array();
+  for (int i = 0; i < task.trials; ++i) trial_seeds.push_back(next_seed());
+  const std::string device =
+      options_.backend == build::Backend::kCpu ? "cpu" : "cuda:" + std::to_string(options_.gpu_index);
+  json common = {{"task_path", task.path.string()}, {"device", device},         {"trial_seeds", trial_seeds},
+                 {"init_seed", init_seed},          {"warmup_iters", options_.warmup_iters},
+                 {"benchmark_iters", options_.benchmark_iters}, {"flush_l2", options_.flush_l2},
+                 {"control_fd", 3},                 {"threads", options_.cpu_threads}};
+
+  // The reference process starts now, imports torch while we build, and waits at its gate.
+  json ref_job = common;
+  ref_job["outputs_path"] = (dir / "reference.bin").string();
+  const auto ref_deadline = options_.max_build + 3 * options_.max_run + std::chrono::milliseconds(60000);
+  auto reference = run::RunnerSession::start(options_.runner, {"reference", ref_job, dir, ref_deadline, {}});
+  if (!reference.ok()) return finalize(d.fail(VerdictClass::kInfraError, "run", reference.status().message()));
+
+  // 2. Inspect: parse, static findings, load_inline specs.
+  t0 = Clock::now();
+  json inspect_job = {{"candidate_path", candidate_path.string()}, {"task_path", task.path.string()}};
+  auto inspected =
+      run::run_runner(options_.runner, {"inspect", inspect_job, dir, options_.max_run, {{"CUDA_VISIBLE_DEVICES", ""}}});
+  d.v.seconds.inspect = since(t0);
+  if (!inspected.ok()) return finalize(d.fail(VerdictClass::kInfraError, "inspect", inspected.status().message()));
+  if (!inspected->result || inspected->result->value("status", "") != "ok") {
+    run::RunnerOutcome o = std::move(inspected).value();
+    o.phase = "candidate_inspect";  // any crash here happened in candidate code
+    return finalize(classify_candidate_failure(d, o, "inspect", options_.max_run.count() / 1000.0));
+  }
+  const json& spec_json = (*inspected->result)["extensions"];
+  std::vector<build::ExtensionSpec> specs;
+  for (const auto& j : spec_json) {
+    auto s = build::extension_spec_from_json(j);
+    if (!s.ok()) return finalize(d.fail(VerdictClass::kInfraError, "inspect", s.status().message()));
+    specs.push_back(std::move(s).value());
+  }
+
+  // 3. Legality, static part.
+  d.v.legality = legality::findings_from_inspection(inspected->result->value("findings", json::array()));
+  for (auto& f : legality::check_extension_sources(specs, options_.backend)) d.v.legality.push_back(f);
+  if (!d.v.legality.empty())
+    return finalize(d.fail(VerdictClass::kIllegal, "legality", legality::describe(d.v.legality)));
+
+  // 4. Build.
+  build::BuildOptions bopts{options_.backend, options_.max_build, options_.cache_dir, options_.max_log_bytes};
+  auto built = build::build_extensions(specs, *toolchain, bopts, dir);
+  d.v.seconds.build = built.seconds;
+  d.v.cache_hit = built.cache_hit;
+  d.log += built.log;
+  switch (built.outcome) {
+    case build::BuildOutcome::kOk: break;
+    case build::BuildOutcome::kCompileError:
+      return finalize(d.fail(VerdictClass::kCompileError, "build", "the extension failed to compile"));
+    case build::BuildOutcome::kTimeout:
+      return finalize(d.fail(VerdictClass::kTimeout, "build",
+                             "the build exceeded --max-build-seconds (" +
+                                 std::to_string(options_.max_build.count() / 1000.0) + " s)"));
+    case build::BuildOutcome::kInfraError:
+      return finalize(d.fail(VerdictClass::kInfraError, "build", "the build could not run: " + built.log));
+  }
+  d.v.compiled = true;
+
+  // 5. Run reference and candidate in the run slot.
+  std::counting_semaphore<>& slots = *run_slots_;
+  slots.acquire();
+  struct SlotRelease {
+    std::counting_semaphore<>& s;
+    ~SlotRelease() { s.release(); }
+  } release{slots};
+  t0 = Clock::now();
+  run::RunnerSession& ref = **reference;
+  if (!ref.wait_for("loaded")) {
+    auto o = ref.finish();
+    d.log += runner_log(o);
+    return finalize(d.fail(VerdictClass::kInfraError, "run", "the reference runner failed to start: " + o.error));
+  }
+  ref.command("run");
+  json cand_job = common;
+  cand_job["candidate_path"] = candidate_path.string();
+  cand_job["outputs_path"] = (dir / "candidate.bin").string();
+  cand_job["poison_bytes"] = options_.poison_bytes;
+  cand_job["extensions"] = json::array();
+  for (const auto& e : built.extensions) cand_job["extensions"].push_back({{"name", e.name}, {"path", e.library.string()}});
+  std::map<std::string, std::string> cand_env = {{"MALLOC_PERTURB_", "165"}};  // fresh heap memory is garbage
+  auto cand_session = run::RunnerSession::start(options_.runner, {"candidate", cand_job, dir, options_.max_run, cand_env});
+  if (!cand_session.ok()) return finalize(d.fail(VerdictClass::kInfraError, "run", cand_session.status().message()));
+  run::RunnerSession& cand = **cand_session;
+
+  if (!ref.wait_for("outputs_ready")) {
+    auto o = ref.finish();
+    d.log += runner_log(o);
+    std::string why = o.result ? o.result->value("message", "") : o.error;
+    return finalize(d.fail(VerdictClass::kInfraError, "run", "the reference failed: " + why));
+  }
+  cand.command("run");
+  if (!cand.wait_for("outputs_ready")) {
+    ref.command("exit");
+    ref.finish();
+    auto o = cand.finish();
+    d.v.seconds.run = since(t0);
+    return finalize(classify_candidate_failure(d, o, "run", options_.max_run.count() / 1000.0));
+  }
+  d.v.seconds.run = since(t0);
+
+  // 6. Numeric check.
+  auto ref_out = verify::read_output_file(dir / "reference.bin");
+  auto cand_out = verify::read_output_file(dir / "candidate.bin");
+  if (!ref_out.ok() || !cand_out.ok()) {
+    ref.command("exit");
+    cand.command("exit");
+    ref.finish();
+    cand.finish();
+    return finalize(d.fail(VerdictClass::kInfraError, "verify",
+                           "unreadable outputs: " + (!ref_out.ok() ? ref_out.status() : cand_out.status()).message()));
+  }
+  auto numeric = verify::compare_outputs(*ref_out, *cand_out, tol);
+  d.v.passed = numeric.passed;
+  d.v.max_abs_error = numeric.max_abs_error;
+  d.v.max_rel_error = numeric.max_rel_error;
+  const bool all_pass = numeric.passed == numeric.trials && numeric.trials > 0;
+
+  // 7. Benchmark, only at 100% pass; reference first, then candidate, never overlapping.
+  t0 = Clock::now();
+  ref.command(all_pass ? "bench" : "exit");
+  auto ref_done = ref.finish();
+  if (all_pass) {
+    if (!ref_done.result || ref_done.result->value("status", "") != "ok") {
+      cand.command("exit");
+      cand.finish();
+      d.log += runner_log(ref_done);
+      return finalize(d.fail(VerdictClass::kInfraError, "benchmark", "the reference benchmark failed"));
+    }
+    d.v.reference_time = timing_from(*ref_done.result);
+  }
+  cand.command(all_pass ? "bench" : "exit");
+  auto cand_done = cand.finish();
+  d.v.seconds.benchmark = since(t0);
+  if (!cand_done.result || cand_done.result->value("status", "") != "ok")
+    return finalize(classify_candidate_failure(d, cand_done, all_pass ? "benchmark" : "run",
+                                               options_.max_run.count() / 1000.0));
+
+  // 8. Legality, dynamic part: which aten ops did forward dispatch?
+  std::map<std::string, int> ops;
+  if (cand_done.result->contains("torch_ops") && (*cand_done.result)["torch_ops"].is_object())
+    for (const auto& [op, n] : (*cand_done.result)["torch_ops"].items()) ops[op] = n.template get<int>();
+  d.v.legality = legality::check_dispatched_ops(ops, options_.legality);
+  if (!d.v.legality.empty()) {
+    d.v.reference_time.reset();
+    return finalize(d.fail(VerdictClass::kIllegal, "legality", legality::describe(d.v.legality)));
+  }
+
+  if (!all_pass) return finalize(d.fail(VerdictClass::kWrongAnswer, "verify", numeric.first_failure));
+  d.v.candidate_time = timing_from(*cand_done.result);
+  if (d.v.reference_time && d.v.candidate_time && d.v.candidate_time->median_ms > 0)
+    d.v.speedup = d.v.reference_time->median_ms / d.v.candidate_time->median_ms;
+  d.v.verdict = VerdictClass::kOk;
+  d.v.stage = "benchmark";
+  d.v.message = "all " + std::to_string(numeric.trials) + " trials within tolerance";
+  return finalize(d.v);
+}
+
+}  // namespace musacoder::eval

@@ -1,0 +1,82 @@
+// The MooreEval pipeline for one candidate:
+//   extract -> inspect (runner) -> legality (static) -> build -> run reference and
+//   candidate (separate runner processes, run slot held) -> numeric check -> benchmark
+//   (only at 100% pass) -> legality (dispatched ops) -> reward.
+//
+// Thread-safety: evaluate() may be called from many threads; at most `run_slots`
+// candidates occupy the device at once, builds and inspections overlap freely.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <semaphore>
+#include <string>
+#include <string_view>
+
+#include "build/extension_build.h"
+#include "build/toolchain.h"
+#include "eval/verdict.h"
+#include "legality/legality.h"
+#include "reward/reward.h"
+#include "run/runner.h"
+#include "task/task.h"
+
+namespace musacoder::eval {
+
+struct EvalOptions {
+  build::Backend backend = build::Backend::kCpu;  // --backend
+  double rtol = 1e-3;                             // --tolerance-rtol (a task's sidecar overrides)
+  double atol = 1e-3;                             // --tolerance-atol (a task's sidecar overrides)
+  int warmup_iters = 10;                          // --warmup-iters
+  int benchmark_iters = 50;                       // --benchmark-iters
+  std::chrono::milliseconds max_build{60000};     // --max-build-seconds
+  std::chrono::milliseconds max_run{30000};       // --max-run-seconds (one runner process)
+  int gpu_index = 0;                              // device the run slots use (cuda)
+  int run_slots = 1;                              // candidates on the device at once
+  bool flush_l2 = true;                           // flush L2 before each timed call (cuda)
+  std::size_t poison_bytes = std::size_t{256} << 20;  // cuda: allocator memory filled with NaN per trial
+  int cpu_threads = 0;                            // torch intra-op threads in runners (0: torch default)
+  std::optional<uint64_t> seed;                   // fixed seed for reproducible runs; default: fresh
+  int infra_retries = 1;                          // re-runs of an evaluation that hit infra_error
+  std::size_t max_submission_bytes = 1 << 20;     // larger submissions are format errors
+  std::size_t max_log_bytes = 16 << 10;           // log kept in the verdict
+  std::filesystem::path work_root;                // temp dirs (default: system temp)
+  std::filesystem::path cache_dir;                // build cache (empty: none)
+  bool keep_work_dirs = false;                    // for debugging
+  reward::RewardOptions reward;
+  legality::LegalityOptions legality;
+  run::RunnerOptions runner;
+
+  nlohmann::json to_json() const;  // the resolved settings, saved with every verdict
+};
+
+class Evaluator {
+ public:
+  explicit Evaluator(EvalOptions options);
+
+  // Checks that the runner and toolchain are usable for the backend (probes once).
+  // A non-ok Status is an infrastructure problem (e.g. "MUSA toolchain not found").
+  Status prepare();
+
+  // Evaluates one submission (a Python file's text or a raw model response).
+  Verdict evaluate(const task::TaskSpec& task, std::string_view submission);
+
+  const EvalOptions& options() const { return options_; }
+
+ private:
+  Verdict evaluate_once(const task::TaskSpec& task, std::string_view submission);
+  Result<build::Toolchain> toolchain();
+  uint64_t next_seed();
+
+  EvalOptions options_;
+  std::mutex mu_;  // guards toolchain_, rng state
+  std::optional<build::Toolchain> toolchain_;
+  uint64_t seed_state_ = 0;
+  std::unique_ptr<std::counting_semaphore<>> run_slots_;
+};
+
+}  // namespace musacoder::eval

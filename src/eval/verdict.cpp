@@ -1,0 +1,75 @@
+#include "eval/verdict.h"
+
+namespace musacoder::eval {
+
+using nlohmann::json;
+
+const char* verdict_name(VerdictClass v) {
+  switch (v) {
+    case VerdictClass::kOk: return "ok";
+    case VerdictClass::kFormatError: return "format_error";
+    case VerdictClass::kCompileError: return "compile_error";
+    case VerdictClass::kRuntimeError: return "runtime_error";
+    case VerdictClass::kTimeout: return "timeout";
+    case VerdictClass::kWrongAnswer: return "wrong_answer";
+    case VerdictClass::kIllegal: return "illegal";
+    case VerdictClass::kInfraError: return "infra_error";
+  }
+  return "?";
+}
+
+namespace {
+
+json timing_json(const std::optional<TimingStats>& t) {
+  if (!t) return nullptr;
+  return {{"median_ms", t->median_ms}, {"p10_ms", t->p10_ms}, {"p90_ms", t->p90_ms}, {"min_ms", t->min_ms},
+          {"iters", t->iters}};
+}
+
+}  // namespace
+
+json to_json(const Verdict& v) {
+  json legality = json::array();
+  for (const auto& f : v.legality) legality.push_back({{"rule", f.rule}, {"message", f.message}, {"line", f.line}});
+  json reward = nullptr;
+  if (v.scored()) {
+    reward = {{"total", v.reward.total},
+              {"scheme", v.reward_scheme},
+              {"compile", v.reward.compile_part},
+              {"correctness", v.reward.correctness_part},
+              {"performance", v.reward.performance_part}};
+  }
+  return {
+      {"schema", "mooreeval.verdict/1"},
+      {"task", v.task_id},
+      {"backend", v.backend},
+      {"verdict", verdict_name(v.verdict)},
+      {"message", v.message},
+      {"stage", v.stage},
+      {"reward", reward},
+      {"compiled", v.compiled},
+      {"trials", v.trials},
+      {"passed", v.passed},
+      {"pass_fraction", v.trials ? static_cast<double>(v.passed) / v.trials : 0.0},
+      {"max_abs_error", v.max_abs_error},
+      {"max_rel_error", v.max_rel_error},
+      {"reference_time", timing_json(v.reference_time)},
+      {"candidate_time", timing_json(v.candidate_time)},
+      {"speedup", v.speedup ? json(*v.speedup) : json(nullptr)},
+      {"seconds",
+       {{"extract", v.seconds.extract},
+        {"inspect", v.seconds.inspect},
+        {"build", v.seconds.build},
+        {"run", v.seconds.run},
+        {"benchmark", v.seconds.benchmark},
+        {"total", v.seconds.total}}},
+      {"cache_hit", v.cache_hit},
+      {"attempts", v.attempts},
+      {"legality", legality},
+      {"candidate_sha256", v.candidate_sha256},
+      {"log", v.log},
+      {"config", v.config},
+  };
+}
+
+}  // namespace musacoder::eval

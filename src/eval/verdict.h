@@ -1,0 +1,63 @@
+// The result of evaluating one candidate (JSON schema: docs/verdict.schema.json).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "legality/legality.h"
+#include "reward/reward.h"
+
+namespace musacoder::eval {
+
+enum class VerdictClass {
+  kOk,            // compiled, every trial within tolerance
+  kFormatError,   // no usable submission: empty, not UTF-8, too big, no ModelNew, Python syntax
+  kCompileError,  // the extension did not compile or link
+  kRuntimeError,  // the candidate crashed or raised
+  kTimeout,       // build or run exceeded its deadline
+  kWrongAnswer,   // ran, but some trial's outputs are wrong (values, shape, dtype, NaN)
+  kIllegal,       // did not compute with its own kernel (fallback, reference call, ...)
+  kInfraError,    // our failure, not the candidate's: never scored (reward is null)
+};
+
+const char* verdict_name(VerdictClass v);
+
+struct TimingStats {
+  double median_ms = 0, p10_ms = 0, p90_ms = 0, min_ms = 0;
+  int iters = 0;
+};
+
+struct StageSeconds {
+  double extract = 0, inspect = 0, build = 0, run = 0, benchmark = 0, total = 0;
+};
+
+struct Verdict {
+  std::string task_id;
+  std::string backend;
+  VerdictClass verdict = VerdictClass::kInfraError;
+  std::string message;                 // one line: why this verdict
+  std::string stage;                   // the stage that decided: extract|inspect|legality|build|run|verify|benchmark
+  bool compiled = false;
+  int trials = 0;
+  int passed = 0;
+  double max_abs_error = 0, max_rel_error = 0;
+  std::optional<TimingStats> reference_time, candidate_time;
+  std::optional<double> speedup;
+  reward::RewardBreakdown reward;
+  std::string reward_scheme;
+  StageSeconds seconds;
+  bool cache_hit = false;
+  int attempts = 1;                    // > 1 when infrastructure failures were retried
+  std::vector<legality::Finding> legality;
+  std::string candidate_sha256;
+  std::string log;                     // compiler / runner output, truncated
+  nlohmann::json config;               // the resolved evaluation settings
+
+  bool scored() const { return verdict != VerdictClass::kInfraError; }
+};
+
+nlohmann::json to_json(const Verdict& v);
+
+}  // namespace musacoder::eval

@@ -1,0 +1,26 @@
+// Batch reports: the KernelBench metrics over a batch's verdicts (Pass@k with the
+// unbiased estimator, Avg@k, fast_p, geometric-mean speedup) and a verdict table.
+// infra_error verdicts are left out of every metric and counted separately.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "eval/verdict.h"
+
+namespace musacoder::report {
+
+struct LabelledVerdict {
+  std::string label;  // e.g. "elementwise/add#0"
+  const eval::Verdict* verdict;
+};
+
+// {"samples", "problems", "verdicts": {class: n}, "infra_errors", "pass_at_k": {"1": x, ...},
+//  "avg_at_k", "fast_p": {"0": x, "0.8": ..., "2": ...}, "geomean_speedup", "mean_reward"}
+nlohmann::json summarize_batch(const std::vector<eval::Verdict>& verdicts);
+
+// A fixed-width text table, one row per verdict, then a totals line.
+std::string verdict_table(const std::vector<LabelledVerdict>& rows);
+
+}  // namespace musacoder::report

@@ -1,0 +1,119 @@
+#include "run/runner.h"
+
+#include <cstdlib>
+
+#include "core/files.h"
+
+#ifndef MOOREEVAL_SOURCE_RUNNER_DIR
+#define MOOREEVAL_SOURCE_RUNNER_DIR ""
+#endif
+
+namespace musacoder::run {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+ProcessOptions process_options(const RunnerOptions& options, const RunnerCall& call, const fs::path& job_path,
+                               const fs::path& result_path, const fs::path& phase_path) {
+  ProcessOptions p;
+  p.argv = {options.python,  "-m",         "mooreeval_runner",  call.mode,           "--job",
+            job_path.string(), "--result", result_path.string(), "--phase-file", phase_path.string()};
+  p.env_set = options.extra_env;
+  std::string pythonpath = options.runner_dir.string();
+  if (const char* existing = std::getenv("PYTHONPATH"); existing && *existing) pythonpath += ":" + std::string(existing);
+  p.env_set["PYTHONPATH"] = pythonpath;
+  p.env_set["PYTHONUNBUFFERED"] = "1";
+  p.env_set["PYTHONDONTWRITEBYTECODE"] = "1";
+  for (const auto& [k, v] : call.env) p.env_set[k] = v;
+  p.cwd = call.work_dir.string();
+  p.deadline = call.deadline;
+  p.max_output_bytes = options.max_log_bytes;
+  p.keep_stdin_open = true;
+  return p;
+}
+
+RunnerOutcome collect(ProcessResult process, const fs::path& result_path, const fs::path& phase_path) {
+  RunnerOutcome out;
+  out.process = std::move(process);
+  if (auto phase = read_file(phase_path, 4096); phase.ok()) out.phase = *phase;
+  auto text = read_file(result_path, 64 << 20);
+  if (!text.ok()) {
+    out.error = "the runner wrote no result (" + out.process.describe() + ")";
+    return out;
+  }
+  json j = json::parse(*text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("status")) {
+    out.error = "the runner's result is not valid JSON";
+    return out;
+  }
+  out.result = std::move(j);
+  return out;
+}
+
+struct CallFiles {
+  fs::path job, result, phase;
+};
+
+Result<CallFiles> prepare(const RunnerCall& call) {
+  CallFiles f{call.work_dir / (call.mode + ".job.json"), call.work_dir / (call.mode + ".result.json"),
+              call.work_dir / (call.mode + ".phase")};
+  std::error_code ec;
+  fs::remove(f.result, ec);
+  fs::remove(f.phase, ec);
+  MC_RETURN_IF_ERROR(write_file_atomic(f.job, call.job.dump()));
+  return f;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<RunnerSession>> RunnerSession::start(const RunnerOptions& options, const RunnerCall& call) {
+  auto files = prepare(call);
+  if (!files.ok()) return files.status();
+  auto child = Subprocess::spawn(process_options(options, call, files->job, files->result, files->phase));
+  if (!child.ok()) return child.status();
+  std::unique_ptr<RunnerSession> s(new RunnerSession());
+  s->process_ = std::move(child).value();
+  s->result_path_ = files->result;
+  s->phase_path_ = files->phase;
+  return s;
+}
+
+bool RunnerSession::wait_for(const std::string& line) {
+  while (auto got = process_->read_control_line()) {
+    if (*got == line) return true;
+  }
+  return false;
+}
+
+void RunnerSession::command(const std::string& word) { process_->send_stdin(word + "\n", /*close_after=*/false); }
+
+RunnerOutcome RunnerSession::finish() {
+  process_->send_stdin("", /*close_after=*/true);
+  return collect(process_->wait(), result_path_, phase_path_);
+}
+
+Result<RunnerOutcome> run_runner(const RunnerOptions& options, const RunnerCall& call) {
+  auto files = prepare(call);
+  if (!files.ok()) return files.status();
+  auto p = process_options(options, call, files->job, files->result, files->phase);
+  p.keep_stdin_open = false;
+  auto process = run_process(p);
+  if (!process.ok()) return process.status();
+  return collect(std::move(process).value(), files->result, files->phase);
+}
+
+Result<fs::path> locate_runner_dir(const std::string& explicit_dir) {
+  std::string dir = explicit_dir;
+  if (dir.empty())
+    if (const char* env = std::getenv("MOOREEVAL_RUNNER_DIR"); env && *env) dir = env;
+  if (dir.empty()) dir = MOOREEVAL_SOURCE_RUNNER_DIR;
+  std::error_code ec;
+  if (dir.empty() || !fs::is_regular_file(fs::path(dir) / "mooreeval_runner" / "__main__.py", ec))
+    return not_found("the Python runner (mooreeval_runner) was not found in '" + dir +
+                     "'; pass --runner-dir or set MOOREEVAL_RUNNER_DIR");
+  return fs::absolute(dir, ec);
+}
+
+}  // namespace musacoder::run
