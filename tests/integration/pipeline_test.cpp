@@ -1,0 +1,88 @@
+// End-to-end on the cpu backend: real runner processes, real torch, real g++.
+#include <gtest/gtest.h>
+
+#include "eval/batch.h"
+#include "support/eval_env.h"
+
+namespace musacoder::testing {
+namespace {
+
+eval::Evaluator& cpu_evaluator() {
+  static eval::Evaluator ev(test_options(build::Backend::kCpu));
+  return ev;
+}
+
+class CpuSolution : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CpuSolution, ScoresOkWithRewardAtLeast06) {
+  auto v = evaluate_file(cpu_evaluator(), GetParam(), kSourceDir / "solutions/cpu" / (GetParam() + ".py"));
+  EXPECT_EQ(eval::verdict_name(v.verdict), std::string("ok")) << v.message << "\n" << v.log;
+  EXPECT_GE(v.reward.total, 0.6);
+  EXPECT_EQ(v.passed, v.trials);
+  EXPECT_TRUE(v.speedup.has_value());
+  EXPECT_TRUE(v.reference_time.has_value());
+}
+
+INSTANTIATE_TEST_SUITE_P(Bundled, CpuSolution, ::testing::ValuesIn(bundled_task_ids()),
+                         [](const auto& info) { return param_name(info.param); });
+
+class CpuBroken : public ::testing::TestWithParam<BrokenCase> {};
+
+TEST_P(CpuBroken, GetsItsVerdictClass) {
+  const auto& c = GetParam();
+  auto v = evaluate_file(cpu_evaluator(), c.task, kSourceDir / "tests/fixtures/candidates" / c.file);
+  EXPECT_EQ(eval::verdict_name(v.verdict), c.expected) << c.file << ": " << v.message << "\n" << v.log;
+  if (c.expected != "ok") {
+    EXPECT_LT(v.reward.total, 0.6) << c.file;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Corpus, CpuBroken, ::testing::ValuesIn(broken_cases("cpu")),
+                         [](const auto& info) { return param_name(info.param.file); });
+
+// A crash or a hang of one candidate must not change the verdict of the next ones.
+TEST(Isolation, CrashAndTimeoutDoNotAffectNeighbours) {
+  auto options = test_options(build::Backend::kCpu);
+  options.max_run = std::chrono::seconds(45);
+  eval::Evaluator ev(options);
+  auto task = task::resolve_task("elementwise/add", kSourceDir / "tasks");
+  ASSERT_TRUE(task.ok());
+  const auto dir = kSourceDir / "tests/fixtures/candidates";
+  std::vector<eval::BatchJob> jobs = {
+      {*task, dir / "segfault_cpu.py", "segfault"},      {*task, dir / "correct_cpu.py", "after-segfault"},
+      {*task, dir / "infinite_loop_cpu.py", "loop"},     {*task, dir / "correct_cpu.py", "after-loop"},
+      {*task, dir / "raises_in_forward.py", "raises"},   {*task, dir / "correct_cpu.py", "after-raise"},
+  };
+  auto verdicts = eval::run_batch(ev, jobs, 2);
+  ASSERT_EQ(verdicts.size(), jobs.size());
+  EXPECT_EQ(verdicts[0].verdict, eval::VerdictClass::kRuntimeError) << verdicts[0].message;
+  EXPECT_EQ(verdicts[2].verdict, eval::VerdictClass::kTimeout) << verdicts[2].message;
+  EXPECT_EQ(verdicts[4].verdict, eval::VerdictClass::kRuntimeError) << verdicts[4].message;
+  for (int i : {1, 3, 5}) EXPECT_EQ(verdicts[i].verdict, eval::VerdictClass::kOk) << jobs[i].label << ": " << verdicts[i].message;
+}
+
+TEST(BuildTimeout, ExceedingMaxBuildSecondsIsATimeout) {
+  auto options = test_options(build::Backend::kCpu);
+  options.max_build = std::chrono::seconds(2);  // torch/extension.h alone takes longer
+  options.cache_dir.clear();
+  eval::Evaluator ev(options);
+  auto v = evaluate_file(ev, "elementwise/add", kSourceDir / "tests/fixtures/candidates/correct_cpu.py");
+  EXPECT_EQ(v.verdict, eval::VerdictClass::kTimeout) << v.message;
+  EXPECT_EQ(v.stage, "build");
+  EXPECT_DOUBLE_EQ(v.reward.total, 0.0);
+}
+
+TEST(Seeds, FreshInputsEveryEvaluationUnlessFixed) {
+  auto options = test_options(build::Backend::kCpu);
+  options.seed = 42;
+  eval::Evaluator a(options), b(options);
+  auto va = evaluate_file(a, "elementwise/add", kSourceDir / "tests/fixtures/candidates/wrong_math_cpu.py");
+  auto vb = evaluate_file(b, "elementwise/add", kSourceDir / "tests/fixtures/candidates/wrong_math_cpu.py");
+  auto vc = evaluate_file(b, "elementwise/add", kSourceDir / "tests/fixtures/candidates/wrong_math_cpu.py");
+  ASSERT_EQ(va.verdict, eval::VerdictClass::kWrongAnswer) << va.message;
+  EXPECT_EQ(va.max_abs_error, vb.max_abs_error);  // same seed, same inputs
+  EXPECT_NE(vb.max_abs_error, vc.max_abs_error);  // next evaluation, new inputs
+}
+
+}  // namespace
+}  // namespace musacoder::testing

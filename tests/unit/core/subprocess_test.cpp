@@ -1,0 +1,80 @@
+#include "core/subprocess.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+namespace musacoder {
+namespace {
+
+ProcessResult run_sh(const std::string& script, int deadline_ms = 5000, std::size_t cap = 1 << 20) {
+  ProcessOptions o;
+  o.argv = {"/bin/sh", "-c", script};
+  o.deadline = std::chrono::milliseconds(deadline_ms);
+  o.max_output_bytes = cap;
+  auto r = run_process(o);
+  EXPECT_TRUE(r.ok()) << r.status().to_string();
+  return r.ok() ? *r : ProcessResult{};
+}
+
+TEST(Subprocess, CapturesOutputAndExitCode) {
+  auto r = run_sh("echo out; echo err >&2; exit 3");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_FALSE(r.succeeded());
+  EXPECT_EQ(r.stdout_text, "out\n");
+  EXPECT_EQ(r.stderr_text, "err\n");
+}
+
+TEST(Subprocess, ReportsSignals) {
+  auto r = run_sh("kill -SEGV $$");
+  EXPECT_TRUE(r.signaled);
+  EXPECT_EQ(r.term_signal, SIGSEGV);
+  EXPECT_NE(r.describe().find("SEGV"), std::string::npos);
+}
+
+TEST(Subprocess, DeadlineKillsTheWholeGroup) {
+  // The grandchild holds stdout open; the deadline kill must reach it too.
+  auto r = run_sh("sleep 30 & sleep 30", 300);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_LT(r.wall_seconds, 5.0);
+}
+
+TEST(Subprocess, CapsOutput) {
+  auto r = run_sh("head -c 100000 /dev/zero", 5000, 1000);
+  EXPECT_EQ(r.stdout_text.size(), 1000u);
+  EXPECT_TRUE(r.output_truncated);
+  EXPECT_EQ(r.exit_code, 0);
+}
+
+TEST(Subprocess, MissingProgramIsNotFound) {
+  ProcessOptions o;
+  o.argv = {"/nonexistent/program"};
+  auto r = run_process(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+}
+
+TEST(Subprocess, ControlPipeDialogue) {
+  ProcessOptions o;
+  o.argv = {"/bin/sh", "-c", "echo ready >&3; read word; echo got:$word"};
+  o.keep_stdin_open = true;
+  auto child = Subprocess::spawn(o);
+  ASSERT_TRUE(child.ok());
+  auto line = (*child)->read_control_line();
+  ASSERT_TRUE(line.has_value());
+  EXPECT_EQ(*line, "ready");
+  (*child)->send_stdin("go\n", true);
+  auto r = (*child)->wait();
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.stdout_text, "got:go\n");
+}
+
+TEST(Subprocess, ControlLineIsNulloptWhenChildExits) {
+  ProcessOptions o;
+  o.argv = {"/bin/sh", "-c", "exit 0"};
+  auto child = Subprocess::spawn(o);
+  ASSERT_TRUE(child.ok());
+  EXPECT_FALSE((*child)->read_control_line().has_value());
+}
+
+}  // namespace
+}  // namespace musacoder
