@@ -53,6 +53,18 @@ def _poison_device_memory(device, nbytes):
         del block
 
 
+def _set_host_poison(enabled):
+    """glibc's M_PERTURB: while on, every malloc'd block is filled with a junk byte (0x5A ^
+    0xFF), so an output the candidate never writes is garbage, not a lucky zero page. Only
+    during the trials: it costs a memset per allocation, which must not reach the timings."""
+    import ctypes
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallopt(ctypes.c_int(-6), ctypes.c_int(0x5A if enabled else 0))  # M_PERTURB == -6
+    except (OSError, AttributeError):
+        pass
+
+
 class _OpRecorder:
     """Counts the aten ops dispatched while active (from Python or from C++ extensions)."""
 
@@ -74,6 +86,7 @@ def _run_trials(model, task, job, device, record_ops):
     import torch
     trials = []
     ops = None
+    _set_host_poison(job.get("poison_host", False))
     for i, seed in enumerate(job["trial_seeds"]):
         inputs = _make_inputs(task, seed, device)
         _poison_device_memory(device, job.get("poison_bytes", 0))
@@ -87,6 +100,7 @@ def _run_trials(model, task, job, device, record_ops):
                 out = model(*inputs)
         _sync(device)
         trials.append(flatten_outputs(out))
+    _set_host_poison(False)
     return trials, ops
 
 

@@ -283,10 +283,10 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   cand_job["candidate_path"] = candidate_path.string();
   cand_job["outputs_path"] = (dir / "candidate.bin").string();
   cand_job["poison_bytes"] = options_.poison_bytes;
+  cand_job["poison_host"] = true;
   cand_job["extensions"] = json::array();
   for (const auto& e : built.extensions) cand_job["extensions"].push_back({{"name", e.name}, {"path", e.library.string()}});
-  std::map<std::string, std::string> cand_env = {{"MALLOC_PERTURB_", "165"}};  // fresh heap memory is garbage
-  auto cand_session = run::RunnerSession::start(options_.runner, {"candidate", cand_job, dir, options_.max_run, cand_env});
+  auto cand_session = run::RunnerSession::start(options_.runner, {"candidate", cand_job, dir, options_.max_run, {}});
   if (!cand_session.ok()) return finalize(d.fail(VerdictClass::kInfraError, "run", cand_session.status().message()));
   run::RunnerSession& cand = **cand_session;
 
