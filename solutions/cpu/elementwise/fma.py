@@ -1,0 +1,39 @@
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+cpp_source = r"""
+torch::Tensor fma_forward(torch::Tensor a, torch::Tensor b, torch::Tensor c) {
+    TORCH_CHECK(a.sizes() == b.sizes() && a.sizes() == c.sizes(), "fma: a, b and c must have the same shape");
+    auto ac = a.contiguous();
+    auto bc = b.contiguous();
+    auto cc = c.contiguous();
+    auto out = torch::empty_like(ac);
+    int64_t n = 1;
+    for (int64_t s : ac.sizes()) n *= s;
+    const float* pa = ac.data_ptr<float>();
+    const float* pb = bc.data_ptr<float>();
+    const float* pc = cc.data_ptr<float>();
+    float* po = out.data_ptr<float>();
+    #pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i) po[i] = pa[i] * pb[i] + pc[i];
+    return out;
+}
+"""
+
+fma_ext = load_inline(
+    name="ref_cpu_elementwise_fma",
+    cpp_sources=cpp_source,
+    functions=["fma_forward"],
+    extra_cflags=["-O3", "-fopenmp"],
+    extra_ldflags=["-fopenmp"],
+    verbose=False,
+)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        return fma_ext.fma_forward(a, b, c)

@@ -1,0 +1,53 @@
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+cpp_source = r"""
+#include <vector>
+
+// Sum over `dim` with keepdim=True. x is viewed as (outer, R, inner); out as (outer, 1, inner).
+torch::Tensor sum_dim_forward(torch::Tensor x, int64_t dim) {
+    auto xc = x.contiguous();
+    const int64_t nd = static_cast<int64_t>(xc.sizes().size());
+    if (dim < 0) dim += nd;
+    TORCH_CHECK(dim >= 0 && dim < nd, "sum_dim: dim out of range");
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < dim; ++d) outer *= xc.size(d);
+    for (int64_t d = dim + 1; d < nd; ++d) inner *= xc.size(d);
+    const int64_t r = xc.size(dim);
+    std::vector<int64_t> out_sizes(xc.sizes().begin(), xc.sizes().end());
+    out_sizes[dim] = 1;
+    auto out = torch::empty(out_sizes, xc.options());
+    const float* px = xc.data_ptr<float>();
+    float* po = out.data_ptr<float>();
+    #pragma omp parallel for schedule(static)
+    for (int64_t o = 0; o < outer; ++o) {
+        std::vector<double> acc(inner, 0.0);
+        const float* base = px + o * r * inner;
+        for (int64_t k = 0; k < r; ++k) {
+            const float* row = base + k * inner;
+            for (int64_t i = 0; i < inner; ++i) acc[i] += row[i];
+        }
+        for (int64_t i = 0; i < inner; ++i) po[o * inner + i] = static_cast<float>(acc[i]);
+    }
+    return out;
+}
+"""
+
+sum_dim_ext = load_inline(
+    name="ref_cpu_reduction_sum_dim",
+    cpp_sources=cpp_source,
+    functions=["sum_dim_forward"],
+    extra_cflags=["-O3", "-fopenmp"],
+    extra_ldflags=["-fopenmp"],
+    verbose=False,
+)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, dim: int):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return sum_dim_ext.sum_dim_forward(x, self.dim)
