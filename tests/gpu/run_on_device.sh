@@ -18,7 +18,9 @@ echo "launch exit code: $?"
 cat "$OUT/launch_cuda.txt"
 if [ "${RUN_CTEST:-1}" = 1 ]; then
   echo "== ctest -L gpu"
-  ctest --test-dir build-gpu -L gpu -j4 --output-on-failure >"$OUT/ctest_gpu.log" 2>&1
+  # Stay inside the device call's limit: whatever time is left, minus a margin for copying back.
+  left=$(( ${BUDGET_SECONDS:-570} - SECONDS ))
+  timeout "$left" ctest --test-dir build-gpu -L gpu -j4 --output-on-failure >"$OUT/ctest_gpu.log" 2>&1
   echo "ctest exit code: $?"
   grep -E "tests passed|tests failed|Failed|Skipped" "$OUT/ctest_gpu.log" | tail -20
   grep -h "GPU_RESULT" "$OUT/ctest_gpu.log" | sort -u > "$OUT/gpu_results.txt"
