@@ -159,26 +159,49 @@ BuildOutcome compile_one(const ExtensionSpec& spec, const Toolchain& t, const fs
   if (write_file_atomic(dir / "main.cpp", generated_cpp_source(spec)).ok() == false) return BuildOutcome::kInfraError;
   if (!spec.cuda_sources.empty() && !write_file_atomic(dir / "cuda.cu", generated_cuda_source(spec)).ok())
     return BuildOutcome::kInfraError;
-  for (const auto& cmd : commands_for(spec, t, dir, library)) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) return BuildOutcome::kTimeout;
+  // Compile steps are independent (main.cpp with g++, cuda.cu with nvcc): run them at
+  // once, then link. Every step shares the one build deadline.
+  std::vector<Command> cmds = commands_for(spec, t, dir, library);
+  const Command link = cmds.back();
+  cmds.pop_back();
+  std::vector<std::pair<const Command*, std::unique_ptr<Subprocess>>> running;
+  auto options_for = [&](const Command& cmd) {
     ProcessOptions p;
     p.argv = cmd.argv;
     p.cwd = dir.string();
-    p.deadline = left;
-    auto r = run_process(p);
-    if (!r.ok()) {
-      log += r.status().message() + "\n";
+    p.deadline = std::max(std::chrono::milliseconds(1),
+                          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+    return p;
+  };
+  BuildOutcome outcome = BuildOutcome::kOk;
+  auto record = [&](const Command& cmd, const ProcessResult& r) {
+    log += "$ " + joined(cmd.argv) + "\n" + r.stdout_text + r.stderr_text;
+    if (r.timed_out) return BuildOutcome::kTimeout;
+    if (!r.succeeded()) {
+      log += "[" + cmd.argv[0] + " " + r.describe() + "]\n";
+      return r.signaled ? BuildOutcome::kInfraError : BuildOutcome::kCompileError;
+    }
+    return BuildOutcome::kOk;
+  };
+  auto worse = [](BuildOutcome a, BuildOutcome b) { return static_cast<int>(b) > static_cast<int>(a) ? b : a; };
+  for (const auto& cmd : cmds) {
+    if (Clock::now() >= deadline) return BuildOutcome::kTimeout;
+    auto child = Subprocess::spawn(options_for(cmd));
+    if (!child.ok()) {
+      log += child.status().message() + "\n";
       return BuildOutcome::kInfraError;
     }
-    log += "$ " + joined(cmd.argv) + "\n" + r->stdout_text + r->stderr_text;
-    if (r->timed_out) return BuildOutcome::kTimeout;
-    if (!r->succeeded()) {
-      log += "[" + cmd.argv[0] + " " + r->describe() + "]\n";
-      return r->signaled ? BuildOutcome::kInfraError : BuildOutcome::kCompileError;
-    }
+    running.emplace_back(&cmd, std::move(child).value());
   }
-  return BuildOutcome::kOk;
+  for (auto& [cmd, child] : running) outcome = worse(outcome, record(*cmd, child->wait()));
+  if (outcome != BuildOutcome::kOk) return outcome;
+  if (Clock::now() >= deadline) return BuildOutcome::kTimeout;
+  auto r = run_process(options_for(link));
+  if (!r.ok()) {
+    log += r.status().message() + "\n";
+    return BuildOutcome::kInfraError;
+  }
+  return record(link, *r);
 }
 
 }  // namespace
@@ -189,6 +212,9 @@ BuildReport build_extensions(const std::vector<ExtensionSpec>& specs, const Tool
   const auto deadline = start + options.max_build_time;
   BuildReport report;
   report.cache_hit = !specs.empty();
+  // Library paths go to a runner whose working directory is the job's: make them absolute.
+  std::error_code abs_ec;
+  const fs::path cache_dir = options.cache_dir.empty() ? fs::path() : fs::absolute(options.cache_dir, abs_ec);
   auto finish = [&](BuildOutcome o) {
     report.outcome = o;
     report.log = truncate_middle(sanitize_utf8(report.log), options.max_log_bytes);
@@ -209,8 +235,8 @@ BuildReport build_extensions(const std::vector<ExtensionSpec>& specs, const Tool
     }
     const std::string lib_name = spec.name + ".so";
     const std::string key = cache_key(spec, toolchain, options.backend);
-    if (!options.cache_dir.empty()) {
-      fs::path cached = options.cache_dir / key / lib_name;
+    if (!cache_dir.empty()) {
+      fs::path cached = cache_dir / key / lib_name;
       std::error_code ec;
       if (fs::is_regular_file(cached, ec)) {
         report.extensions.push_back({spec.name, cached});
@@ -228,15 +254,15 @@ BuildReport build_extensions(const std::vector<ExtensionSpec>& specs, const Tool
     BuildOutcome o = compile_one(spec, toolchain, dir, dir / lib_name, deadline, report.log);
     if (o != BuildOutcome::kOk) return finish(o);
     fs::path library = dir / lib_name;
-    if (!options.cache_dir.empty()) {
+    if (!cache_dir.empty()) {
       // Publish atomically: copy into a private temp dir inside the cache, then rename.
-      fs::create_directories(options.cache_dir, ec);
-      fs::path staging = options.cache_dir / (".tmp-" + key + "-" + std::to_string(::getpid()) + "-" + std::to_string(i));
+      fs::create_directories(cache_dir, ec);
+      fs::path staging = cache_dir / (".tmp-" + key + "-" + std::to_string(::getpid()) + "-" + std::to_string(i));
       fs::create_directories(staging, ec);
       fs::copy_file(library, staging / lib_name, fs::copy_options::overwrite_existing, ec);
-      if (!ec) fs::rename(staging, options.cache_dir / key, ec);
+      if (!ec) fs::rename(staging, cache_dir / key, ec);
       if (ec) fs::remove_all(staging, ec);  // another process published it first: fine
-      if (fs::is_regular_file(options.cache_dir / key / lib_name, ec)) library = options.cache_dir / key / lib_name;
+      if (fs::is_regular_file(cache_dir / key / lib_name, ec)) library = cache_dir / key / lib_name;
     }
     report.extensions.push_back({spec.name, library});
   }

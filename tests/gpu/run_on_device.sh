@@ -10,9 +10,9 @@ nvidia-smi -L
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available())'
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMUSACODER_WERROR=OFF >"$OUT/cmake.log" 2>&1 \
   || { tail -50 "$OUT/cmake.log"; exit 1; }
-ninja -C build-gpu -j16 >"$OUT/build.log" 2>&1 || { grep -E "error" -A3 "$OUT/build.log" | head -60; exit 1; }
+ninja -C build-gpu -j16 ${TARGETS:-} >"$OUT/build.log" 2>&1 || { grep -E "error" -A3 "$OUT/build.log" | head -60; exit 1; }
 echo "== launch --backend cuda"
-time build-gpu/tools/mooreeval/mooreeval launch --backend cuda --workers "${WORKERS:-16}" \
+time build-gpu/tools/mooreeval/mooreeval launch --backend cuda --workers "${WORKERS:-8}" \
   --cache-dir build-gpu/test-build-cache --out "$OUT/launch_cuda.jsonl" >"$OUT/launch_cuda.txt" 2>"$OUT/launch_cuda.err"
 echo "launch exit code: $?"
 cat "$OUT/launch_cuda.txt"

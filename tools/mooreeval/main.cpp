@@ -70,7 +70,7 @@ std::string resolve(const CommonFlags& f, CLI::App* app, EvalOptions& o) {
   auto runner_dir = musacoder::run::locate_runner_dir(f.runner_dir);
   if (!runner_dir.ok()) return runner_dir.status().message();
   o.runner.runner_dir = *runner_dir;
-  if (!f.work_dir.empty()) o.work_root = f.work_dir;
+  if (!f.work_dir.empty()) o.work_root = fs::absolute(f.work_dir);
   if (!f.no_cache) {
     if (!f.cache_dir.empty()) {
       o.cache_dir = f.cache_dir;
