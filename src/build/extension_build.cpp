@@ -1,7 +1,12 @@
 #include "build/extension_build.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
+#include <thread>
+
+#include <optional>
 #include <sstream>
 
 #include "core/files.h"
@@ -204,6 +209,39 @@ BuildOutcome compile_one(const ExtensionSpec& spec, const Toolchain& t, const fs
   return record(link, *r);
 }
 
+// Exclusive right to build one cache key, across threads and processes (flock on a
+// per-key lock file): concurrent requests for the same key build once, the others wait
+// and then find the published entry.
+class KeyLock {
+ public:
+  KeyLock(const fs::path& cache_dir, const std::string& key, Clock::time_point deadline) {
+    std::error_code ec;
+    fs::create_directories(cache_dir / ".locks", ec);
+    fd_ = ::open((cache_dir / ".locks" / (key + ".lock")).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) return;  // no lock possible: build without one (the publish is still atomic)
+    while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      if (Clock::now() >= deadline) {
+        timed_out_ = true;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    held_ = true;
+  }
+  ~KeyLock() {
+    if (held_) ::flock(fd_, LOCK_UN);
+    if (fd_ >= 0) ::close(fd_);
+  }
+  KeyLock(const KeyLock&) = delete;
+  KeyLock& operator=(const KeyLock&) = delete;
+  bool timed_out() const { return timed_out_; }
+
+ private:
+  int fd_ = -1;
+  bool held_ = false;
+  bool timed_out_ = false;
+};
+
 }  // namespace
 
 BuildReport build_extensions(const std::vector<ExtensionSpec>& specs, const Toolchain& toolchain,
@@ -235,10 +273,20 @@ BuildReport build_extensions(const std::vector<ExtensionSpec>& specs, const Tool
     }
     const std::string lib_name = spec.name + ".so";
     const std::string key = cache_key(spec, toolchain, options.backend);
+    std::optional<KeyLock> lock;
     if (!cache_dir.empty()) {
       fs::path cached = cache_dir / key / lib_name;
       std::error_code ec;
       if (fs::is_regular_file(cached, ec)) {
+        report.extensions.push_back({spec.name, cached});
+        continue;
+      }
+      lock.emplace(cache_dir, key, deadline);
+      if (lock->timed_out()) {
+        report.log += "waited past the build deadline for a concurrent build of the same source\n";
+        return finish(BuildOutcome::kTimeout);
+      }
+      if (fs::is_regular_file(cached, ec)) {  // built by whoever held the lock before us
         report.extensions.push_back({spec.name, cached});
         continue;
       }

@@ -3,7 +3,8 @@
 // isolated directory, under a deadline, with a content-addressed cache.
 //
 // Thread-safety: build_extensions() may run concurrently, also from several processes
-// sharing one cache directory (entries appear by atomic rename).
+// sharing one cache directory: a per-key file lock makes concurrent requests for the
+// same key build once, and entries appear by atomic rename.
 #pragma once
 
 #include <chrono>

@@ -1,6 +1,11 @@
 #include "build/extension_build.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <thread>
+
+#include "core/files.h"
 
 namespace musacoder::build {
 namespace {
@@ -40,6 +45,48 @@ TEST(ExtensionBuild, CudaSourcesOnTheCpuBackendAreACompileError) {
 
 TEST(ExtensionBuild, SpecFromJsonRejectsMalformed) {
   EXPECT_FALSE(extension_spec_from_json(nlohmann::json::parse(R"({"name": 3})")).ok());
+}
+
+// A stand-in compiler: logs each call, takes a while, and writes the file after -o.
+const char* kFakeCompiler = R"(#!/bin/sh
+echo "$@" >> "$(dirname "$0")/calls.log"
+sleep 0.5
+while [ $# -gt 0 ]; do
+  if [ "$1" = "-o" ]; then echo built > "$2"; fi
+  shift
+done
+)";
+
+TEST(ExtensionBuild, ConcurrentRequestsForOneKeyBuildOnce) {
+  auto dir = TempDir::create("mc-build-test-");
+  ASSERT_TRUE(dir.ok());
+  const auto compiler = dir->path() / "fake-cxx";
+  ASSERT_TRUE(write_file_atomic(compiler, kFakeCompiler).ok());
+  ::chmod(compiler.c_str(), 0755);
+  Toolchain t;
+  t.cxx = compiler.string();
+  ExtensionSpec s;
+  s.name = "ext";
+  s.cpp_sources = {"int f();"};
+  BuildOptions o{Backend::kCpu, std::chrono::seconds(30), dir->path() / "cache"};
+  BuildReport reports[3];
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 3; ++i) {
+    std::filesystem::create_directories(dir->path() / ("work" + std::to_string(i)));
+    threads.emplace_back([&, i] { reports[i] = build_extensions({s}, t, o, dir->path() / ("work" + std::to_string(i))); });
+  }
+  for (auto& th : threads) th.join();
+  int hits = 0;
+  for (const auto& r : reports) {
+    ASSERT_EQ(r.outcome, BuildOutcome::kOk) << r.log;
+    ASSERT_EQ(r.extensions.size(), 1u);
+    EXPECT_EQ(r.extensions[0].library, reports[0].extensions[0].library);  // the cached copy
+    hits += r.cache_hit;
+  }
+  EXPECT_EQ(hits, 2);
+  auto calls = read_file(dir->path() / "calls.log");
+  ASSERT_TRUE(calls.ok());
+  EXPECT_EQ(std::count(calls->begin(), calls->end(), '\n'), 2);  // one compile, one link
 }
 
 }  // namespace
