@@ -4,10 +4,9 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include <thread>
-
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include "core/files.h"
 #include "core/subprocess.h"
@@ -123,7 +122,8 @@ std::vector<Command> commands_for(const ExtensionSpec& spec, const Toolchain& t,
       user_std |= f.starts_with("-std=");
     }
     if (!user_std) nvcc.argv.push_back("-std=" + t.cxx_std);
-    nvcc.argv.insert(nvcc.argv.end(), {"-c", (dir / "cuda.cu").string(), "-o", (dir / "cuda.cuda.o").string()});
+    nvcc.argv.insert(nvcc.argv.end(),
+                     {"-c", (dir / "cuda.cu").string(), "-o", (dir / "cuda.cuda.o").string()});
     cmds.push_back(nvcc);
     objects.push_back((dir / "cuda.cuda.o").string());
   }
@@ -161,7 +161,8 @@ std::string joined(const std::vector<std::string>& argv) {
 // Builds one spec into `dir`; returns the outcome and appends compiler output to `log`.
 BuildOutcome compile_one(const ExtensionSpec& spec, const Toolchain& t, const fs::path& dir,
                          const fs::path& library, Clock::time_point deadline, std::string& log) {
-  if (write_file_atomic(dir / "main.cpp", generated_cpp_source(spec)).ok() == false) return BuildOutcome::kInfraError;
+  if (write_file_atomic(dir / "main.cpp", generated_cpp_source(spec)).ok() == false)
+    return BuildOutcome::kInfraError;
   if (!spec.cuda_sources.empty() && !write_file_atomic(dir / "cuda.cu", generated_cuda_source(spec)).ok())
     return BuildOutcome::kInfraError;
   // Compile steps are independent (main.cpp with g++, cuda.cu with nvcc): run them at
@@ -188,7 +189,9 @@ BuildOutcome compile_one(const ExtensionSpec& spec, const Toolchain& t, const fs
     }
     return BuildOutcome::kOk;
   };
-  auto worse = [](BuildOutcome a, BuildOutcome b) { return static_cast<int>(b) > static_cast<int>(a) ? b : a; };
+  auto worse = [](BuildOutcome a, BuildOutcome b) {
+    return static_cast<int>(b) > static_cast<int>(a) ? b : a;
+  };
   for (const auto& cmd : cmds) {
     if (Clock::now() >= deadline) return BuildOutcome::kTimeout;
     auto child = Subprocess::spawn(options_for(cmd));
@@ -305,7 +308,8 @@ BuildReport build_extensions(const std::vector<ExtensionSpec>& specs, const Tool
     if (!cache_dir.empty()) {
       // Publish atomically: copy into a private temp dir inside the cache, then rename.
       fs::create_directories(cache_dir, ec);
-      fs::path staging = cache_dir / (".tmp-" + key + "-" + std::to_string(::getpid()) + "-" + std::to_string(i));
+      fs::path staging =
+          cache_dir / (".tmp-" + key + "-" + std::to_string(::getpid()) + "-" + std::to_string(i));
       fs::create_directories(staging, ec);
       fs::copy_file(library, staging / lib_name, fs::copy_options::overwrite_existing, ec);
       if (!ec) fs::rename(staging, cache_dir / key, ec);

@@ -49,8 +49,8 @@ enum class BuildOutcome { kOk, kCompileError, kTimeout, kInfraError };
 struct BuildReport {
   BuildOutcome outcome = BuildOutcome::kOk;
   std::vector<BuiltExtension> extensions;
-  std::string log;        // compiler output (truncated), or the reason for kInfraError
-  bool cache_hit = false; // every extension came from the cache
+  std::string log;         // compiler output (truncated), or the reason for kInfraError
+  bool cache_hit = false;  // every extension came from the cache
   double seconds = 0.0;
 };
 

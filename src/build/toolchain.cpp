@@ -8,9 +8,12 @@ using nlohmann::json;
 
 const char* backend_name(Backend b) {
   switch (b) {
-    case Backend::kCpu: return "cpu";
-    case Backend::kCuda: return "cuda";
-    case Backend::kMusa: return "musa";
+    case Backend::kCpu:
+      return "cpu";
+    case Backend::kCuda:
+      return "cuda";
+    case Backend::kMusa:
+      return "musa";
   }
   return "?";
 }
@@ -46,9 +49,18 @@ Result<Toolchain> toolchain_from_probe(const json& probe) {
 }
 
 std::string Toolchain::fingerprint() const {
-  json j = {{"torch", torch_version}, {"cxx", cxx},       {"std", cxx_std},   {"inc", include_paths_cpu},
-            {"incu", include_paths_cuda}, {"py", python_include}, {"abi", abi_flags}, {"ld", ldflags_cpu},
-            {"ldu", ldflags_cuda}, {"nvcc", nvcc},   {"nvf", nvcc_common_flags}, {"arch", cuda_arch_flags()}};
+  json j = {{"torch", torch_version},
+            {"cxx", cxx},
+            {"std", cxx_std},
+            {"inc", include_paths_cpu},
+            {"incu", include_paths_cuda},
+            {"py", python_include},
+            {"abi", abi_flags},
+            {"ld", ldflags_cpu},
+            {"ldu", ldflags_cuda},
+            {"nvcc", nvcc},
+            {"nvf", nvcc_common_flags},
+            {"arch", cuda_arch_flags()}};
   return sha256_hex(j.dump());
 }
 

@@ -16,16 +16,16 @@ const char* backend_name(Backend b);
 Result<Backend> parse_backend(const std::string& name);
 
 struct Toolchain {
-  std::string python;                       // interpreter the runner uses
+  std::string python;  // interpreter the runner uses
   std::string torch_version;
   std::string cxx = "c++";
-  std::string cxx_std = "c++17";            // the -std torch's JIT builder passes
+  std::string cxx_std = "c++17";  // the -std torch's JIT builder passes
   std::vector<std::string> include_paths_cpu, include_paths_cuda;
   std::string python_include;
-  std::vector<std::string> abi_flags;       // pybind11 / glibcxx ABI defines
+  std::vector<std::string> abi_flags;  // pybind11 / glibcxx ABI defines
   std::vector<std::string> ldflags_cpu, ldflags_cuda;
   std::vector<std::string> nvcc_common_flags;
-  std::string nvcc;                         // empty when no CUDA toolkit
+  std::string nvcc;                              // empty when no CUDA toolkit
   std::vector<std::string> device_capabilities;  // "9.0" per visible GPU
   bool cuda_available = false;
 

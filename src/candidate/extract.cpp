@@ -8,7 +8,9 @@
 namespace musacoder::candidate {
 namespace {
 
-bool is_blank(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::string_view::npos; }
+bool is_blank(std::string_view s) {
+  return s.find_first_not_of(" \t\r\n") == std::string_view::npos;
+}
 
 bool defines_model_new(const std::string& code) {
   static const std::regex re(R"((^|\n)\s*class\s+ModelNew\s*[(:])");
@@ -41,8 +43,8 @@ std::vector<std::string> fenced_blocks(std::string_view text) {
 
 Result<Candidate> extract_candidate(std::string_view text, const ExtractOptions& options) {
   if (text.size() > options.max_bytes)
-    return invalid_argument("the submission is " + std::to_string(text.size()) + " bytes, over the limit of " +
-                            std::to_string(options.max_bytes));
+    return invalid_argument("the submission is " + std::to_string(text.size()) +
+                            " bytes, over the limit of " + std::to_string(options.max_bytes));
   if (is_blank(text)) return invalid_argument("the submission is empty");
   if (!is_valid_utf8(text)) return invalid_argument("the submission is not valid UTF-8");
   if (text.find('\0') != std::string_view::npos) return invalid_argument("the submission contains NUL bytes");

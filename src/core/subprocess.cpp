@@ -102,19 +102,34 @@ struct Subprocess::State {
   int pump(int timeout_ms) {
     pollfd fds[4];
     int n = 0, oi = -1, ei = -1, ii = -1, ci = -1;
-    if (out_fd >= 0) { fds[n] = {out_fd, POLLIN, 0}; oi = n++; }
-    if (err_fd >= 0) { fds[n] = {err_fd, POLLIN, 0}; ei = n++; }
-    if (ctl_fd >= 0) { fds[n] = {ctl_fd, POLLIN, 0}; ci = n++; }
-    if (in_fd >= 0 && stdin_written < stdin_pending.size()) { fds[n] = {in_fd, POLLOUT, 0}; ii = n++; }
+    if (out_fd >= 0) {
+      fds[n] = {out_fd, POLLIN, 0};
+      oi = n++;
+    }
+    if (err_fd >= 0) {
+      fds[n] = {err_fd, POLLIN, 0};
+      ei = n++;
+    }
+    if (ctl_fd >= 0) {
+      fds[n] = {ctl_fd, POLLIN, 0};
+      ci = n++;
+    }
+    if (in_fd >= 0 && stdin_written < stdin_pending.size()) {
+      fds[n] = {in_fd, POLLOUT, 0};
+      ii = n++;
+    }
     int rc = ::poll(fds, n, timeout_ms);
     if (rc <= 0) return rc;
     bool trunc = result.output_truncated;
-    if (oi >= 0 && fds[oi].revents && !drain_once(out_fd, result.stdout_text, options.max_output_bytes, trunc))
+    if (oi >= 0 && fds[oi].revents &&
+        !drain_once(out_fd, result.stdout_text, options.max_output_bytes, trunc))
       close_fd(out_fd);
-    if (ei >= 0 && fds[ei].revents && !drain_once(err_fd, result.stderr_text, options.max_output_bytes, trunc))
+    if (ei >= 0 && fds[ei].revents &&
+        !drain_once(err_fd, result.stderr_text, options.max_output_bytes, trunc))
       close_fd(err_fd);
     bool ctl_trunc = false;
-    if (ci >= 0 && fds[ci].revents && !drain_once(ctl_fd, control_buffer, 1 << 16, ctl_trunc)) close_fd(ctl_fd);
+    if (ci >= 0 && fds[ci].revents && !drain_once(ctl_fd, control_buffer, 1 << 16, ctl_trunc))
+      close_fd(ctl_fd);
     result.output_truncated = trunc;
     if (ii >= 0 && fds[ii].revents) {
       ssize_t w = ::write(in_fd, stdin_pending.data() + stdin_written, stdin_pending.size() - stdin_written);
@@ -132,7 +147,8 @@ std::string ProcessResult::describe() const {
   if (timed_out) return "timed out after " + std::to_string(wall_seconds) + " s";
   if (signaled) {
     const char* name = sigabbrev_np(term_signal);
-    return "killed by signal " + std::to_string(term_signal) + (name ? std::string(" (SIG") + name + ")" : "");
+    return "killed by signal " + std::to_string(term_signal) +
+           (name ? std::string(" (SIG") + name + ")" : "");
   }
   return "exit " + std::to_string(exit_code);
 }

@@ -11,9 +11,11 @@ namespace musacoder::eval {
 
 namespace fs = std::filesystem;
 
-Result<std::vector<BatchJob>> discover_samples(const std::vector<task::TaskSpec>& tasks, const fs::path& samples_dir) {
+Result<std::vector<BatchJob>> discover_samples(const std::vector<task::TaskSpec>& tasks,
+                                               const fs::path& samples_dir) {
   std::error_code ec;
-  if (!fs::is_directory(samples_dir, ec)) return not_found("samples directory not found: " + samples_dir.string());
+  if (!fs::is_directory(samples_dir, ec))
+    return not_found("samples directory not found: " + samples_dir.string());
   std::vector<BatchJob> jobs;
   for (const auto& t : tasks) {
     std::vector<fs::path> files;

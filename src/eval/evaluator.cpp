@@ -16,7 +16,9 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 std::optional<TimingStats> timing_from(const json& result) {
   if (!result.contains("timing") || !result["timing"].is_object()) return std::nullopt;
@@ -101,7 +103,8 @@ json EvalOptions::to_json() const {
 Evaluator::Evaluator(EvalOptions options)
     : options_(std::move(options)),
       run_slots_(std::make_unique<std::counting_semaphore<>>(std::max(1, options_.run_slots))) {
-  seed_state_ = options_.seed ? *options_.seed : std::random_device{}() ^ (uint64_t{std::random_device{}()} << 32);
+  seed_state_ =
+      options_.seed ? *options_.seed : std::random_device{}() ^ (uint64_t{std::random_device{}()} << 32);
 }
 
 uint64_t Evaluator::next_seed() {
@@ -122,8 +125,8 @@ Result<build::Toolchain> Evaluator::toolchain() {
   auto outcome = run::run_runner(options_.runner, call);
   if (!outcome.ok()) return outcome.status();
   if (!outcome->result || outcome->result->value("status", "") != "ok") {
-    return internal_error("the runner's toolchain probe failed (" + outcome->error + "): " +
-                          truncate_middle(outcome->process.stderr_text, 2000));
+    return internal_error("the runner's toolchain probe failed (" + outcome->error +
+                          "): " + truncate_middle(outcome->process.stderr_text, 2000));
   }
   auto t = build::toolchain_from_probe(*outcome->result);
   if (!t.ok()) return t.status();
@@ -140,12 +143,14 @@ Status Evaluator::prepare() {
     if (!fs::exists(mcc, ec))
       return failed_precondition("MUSA toolchain not found: no mcc at " + mcc.string() +
                                  " (install the MUSA SDK and set MUSA_HOME)");
-    return failed_precondition("the musa backend needs torch_musa in the runner's Python; not supported here yet");
+    return failed_precondition(
+        "the musa backend needs torch_musa in the runner's Python; not supported here yet");
   }
   auto t = toolchain();
   if (!t.ok()) return t.status();
   if (options_.backend == build::Backend::kCuda) {
-    if (t->nvcc.empty()) return failed_precondition("CUDA toolkit not found: torch.utils.cpp_extension sees no nvcc");
+    if (t->nvcc.empty())
+      return failed_precondition("CUDA toolkit not found: torch.utils.cpp_extension sees no nvcc");
     if (!t->cuda_available) return failed_precondition("the cuda backend needs a GPU, but torch sees none");
   }
   return {};
@@ -174,7 +179,8 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   d.v.trials = task.trials;
 
   auto finalize = [&](Verdict& v) -> Verdict {
-    reward::RewardInputs in{v.compiled, v.verdict == VerdictClass::kOk || v.verdict == VerdictClass::kWrongAnswer,
+    reward::RewardInputs in{v.compiled,
+                            v.verdict == VerdictClass::kOk || v.verdict == VerdictClass::kWrongAnswer,
                             v.trials ? static_cast<double>(v.passed) / v.trials : 0.0, v.speedup};
     if (v.verdict == VerdictClass::kIllegal) in = {};  // a hack earns nothing
     if (v.scored()) v.reward = reward::compute_reward(in, options_.reward);
@@ -192,7 +198,8 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   d.v.candidate_sha256 = submission_code->source_sha256;
 
   auto toolchain = this->toolchain();
-  if (!toolchain.ok()) return finalize(d.fail(VerdictClass::kInfraError, "prepare", toolchain.status().message()));
+  if (!toolchain.ok())
+    return finalize(d.fail(VerdictClass::kInfraError, "prepare", toolchain.status().message()));
   auto work = TempDir::create("mooreeval-job-", options_.work_root);
   if (!work.ok()) return finalize(d.fail(VerdictClass::kInfraError, "prepare", work.status().message()));
   if (options_.keep_work_dirs) work->keep();
@@ -207,25 +214,32 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   for (int i = 0; i < task.trials; ++i) trial_seeds.push_back(next_seed());
   const std::string device =
       options_.backend == build::Backend::kCpu ? "cpu" : "cuda:" + std::to_string(options_.gpu_index);
-  json common = {{"task_path", task.path.string()}, {"device", device},         {"trial_seeds", trial_seeds},
-                 {"init_seed", init_seed},          {"warmup_iters", options_.warmup_iters},
-                 {"benchmark_iters", options_.benchmark_iters}, {"flush_l2", options_.flush_l2},
-                 {"control_fd", 3},                 {"threads", options_.cpu_threads}};
+  json common = {{"task_path", task.path.string()},
+                 {"device", device},
+                 {"trial_seeds", trial_seeds},
+                 {"init_seed", init_seed},
+                 {"warmup_iters", options_.warmup_iters},
+                 {"benchmark_iters", options_.benchmark_iters},
+                 {"flush_l2", options_.flush_l2},
+                 {"control_fd", 3},
+                 {"threads", options_.cpu_threads}};
 
   // The reference process starts now, imports torch while we build, and waits at its gate.
   json ref_job = common;
   ref_job["outputs_path"] = (dir / "reference.bin").string();
   const auto ref_deadline = options_.max_build + 3 * options_.max_run + std::chrono::milliseconds(60000);
   auto reference = run::RunnerSession::start(options_.runner, {"reference", ref_job, dir, ref_deadline, {}});
-  if (!reference.ok()) return finalize(d.fail(VerdictClass::kInfraError, "run", reference.status().message()));
+  if (!reference.ok())
+    return finalize(d.fail(VerdictClass::kInfraError, "run", reference.status().message()));
 
   // 2. Inspect: parse, static findings, load_inline specs.
   t0 = Clock::now();
   json inspect_job = {{"candidate_path", candidate_path.string()}, {"task_path", task.path.string()}};
-  auto inspected =
-      run::run_runner(options_.runner, {"inspect", inspect_job, dir, options_.max_run, {{"CUDA_VISIBLE_DEVICES", ""}}});
+  auto inspected = run::run_runner(
+      options_.runner, {"inspect", inspect_job, dir, options_.max_run, {{"CUDA_VISIBLE_DEVICES", ""}}});
   d.v.seconds.inspect = since(t0);
-  if (!inspected.ok()) return finalize(d.fail(VerdictClass::kInfraError, "inspect", inspected.status().message()));
+  if (!inspected.ok())
+    return finalize(d.fail(VerdictClass::kInfraError, "inspect", inspected.status().message()));
   if (!inspected->result || inspected->result->value("status", "") != "ok") {
     run::RunnerOutcome o = std::move(inspected).value();
     o.phase = "candidate_inspect";  // any crash here happened in candidate code
@@ -252,7 +266,8 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   d.v.cache_hit = built.cache_hit;
   d.log += built.log;
   switch (built.outcome) {
-    case build::BuildOutcome::kOk: break;
+    case build::BuildOutcome::kOk:
+      break;
     case build::BuildOutcome::kCompileError:
       return finalize(d.fail(VerdictClass::kCompileError, "build", "the extension failed to compile"));
     case build::BuildOutcome::kTimeout:
@@ -276,7 +291,8 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   if (!ref.wait_for("loaded")) {
     auto o = ref.finish();
     d.log += runner_log(o);
-    return finalize(d.fail(VerdictClass::kInfraError, "run", "the reference runner failed to start: " + o.error));
+    return finalize(
+        d.fail(VerdictClass::kInfraError, "run", "the reference runner failed to start: " + o.error));
   }
   ref.command("run");
   json cand_job = common;
@@ -285,9 +301,12 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   cand_job["poison_bytes"] = options_.poison_bytes;
   cand_job["poison_host"] = true;
   cand_job["extensions"] = json::array();
-  for (const auto& e : built.extensions) cand_job["extensions"].push_back({{"name", e.name}, {"path", e.library.string()}});
-  auto cand_session = run::RunnerSession::start(options_.runner, {"candidate", cand_job, dir, options_.max_run, {}});
-  if (!cand_session.ok()) return finalize(d.fail(VerdictClass::kInfraError, "run", cand_session.status().message()));
+  for (const auto& e : built.extensions)
+    cand_job["extensions"].push_back({{"name", e.name}, {"path", e.library.string()}});
+  auto cand_session =
+      run::RunnerSession::start(options_.runner, {"candidate", cand_job, dir, options_.max_run, {}});
+  if (!cand_session.ok())
+    return finalize(d.fail(VerdictClass::kInfraError, "run", cand_session.status().message()));
   run::RunnerSession& cand = **cand_session;
 
   if (!ref.wait_for("outputs_ready")) {
@@ -314,8 +333,9 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
     cand.command("exit");
     ref.finish();
     cand.finish();
-    return finalize(d.fail(VerdictClass::kInfraError, "verify",
-                           "unreadable outputs: " + (!ref_out.ok() ? ref_out.status() : cand_out.status()).message()));
+    return finalize(
+        d.fail(VerdictClass::kInfraError, "verify",
+               "unreadable outputs: " + (!ref_out.ok() ? ref_out.status() : cand_out.status()).message()));
   }
   auto numeric = verify::compare_outputs(*ref_out, *cand_out, tol);
   d.v.passed = numeric.passed;

@@ -28,25 +28,25 @@
 namespace musacoder::eval {
 
 struct EvalOptions {
-  build::Backend backend = build::Backend::kCpu;  // --backend
-  double rtol = 1e-3;                             // --tolerance-rtol (a task's sidecar overrides)
-  double atol = 1e-3;                             // --tolerance-atol (a task's sidecar overrides)
-  int warmup_iters = 10;                          // --warmup-iters
-  int benchmark_iters = 50;                       // --benchmark-iters
-  std::chrono::milliseconds max_build{60000};     // --max-build-seconds
-  std::chrono::milliseconds max_run{30000};       // --max-run-seconds (one runner process)
-  int gpu_index = 0;                              // device the run slots use (cuda)
-  int run_slots = 1;                              // candidates on the device at once
-  bool flush_l2 = true;                           // flush L2 before each timed call (cuda)
+  build::Backend backend = build::Backend::kCpu;      // --backend
+  double rtol = 1e-3;                                 // --tolerance-rtol (a task's sidecar overrides)
+  double atol = 1e-3;                                 // --tolerance-atol (a task's sidecar overrides)
+  int warmup_iters = 10;                              // --warmup-iters
+  int benchmark_iters = 50;                           // --benchmark-iters
+  std::chrono::milliseconds max_build{60000};         // --max-build-seconds
+  std::chrono::milliseconds max_run{30000};           // --max-run-seconds (one runner process)
+  int gpu_index = 0;                                  // device the run slots use (cuda)
+  int run_slots = 1;                                  // candidates on the device at once
+  bool flush_l2 = true;                               // flush L2 before each timed call (cuda)
   std::size_t poison_bytes = std::size_t{256} << 20;  // cuda: allocator memory filled with NaN per trial
-  int cpu_threads = 0;                            // torch intra-op threads in runners (0: torch default)
-  std::optional<uint64_t> seed;                   // fixed seed for reproducible runs; default: fresh
-  int infra_retries = 1;                          // re-runs of an evaluation that hit infra_error
-  std::size_t max_submission_bytes = 1 << 20;     // larger submissions are format errors
-  std::size_t max_log_bytes = 16 << 10;           // log kept in the verdict
-  std::filesystem::path work_root;                // temp dirs (default: system temp)
-  std::filesystem::path cache_dir;                // build cache (empty: none)
-  bool keep_work_dirs = false;                    // for debugging
+  int cpu_threads = 0;                                // torch intra-op threads in runners (0: torch default)
+  std::optional<uint64_t> seed;                       // fixed seed for reproducible runs; default: fresh
+  int infra_retries = 1;                              // re-runs of an evaluation that hit infra_error
+  std::size_t max_submission_bytes = 1 << 20;         // larger submissions are format errors
+  std::size_t max_log_bytes = 16 << 10;               // log kept in the verdict
+  std::filesystem::path work_root;                    // temp dirs (default: system temp)
+  std::filesystem::path cache_dir;                    // build cache (empty: none)
+  bool keep_work_dirs = false;                        // for debugging
   reward::RewardOptions reward;
   legality::LegalityOptions legality;
   run::RunnerOptions runner;

@@ -6,14 +6,22 @@ using nlohmann::json;
 
 const char* verdict_name(VerdictClass v) {
   switch (v) {
-    case VerdictClass::kOk: return "ok";
-    case VerdictClass::kFormatError: return "format_error";
-    case VerdictClass::kCompileError: return "compile_error";
-    case VerdictClass::kRuntimeError: return "runtime_error";
-    case VerdictClass::kTimeout: return "timeout";
-    case VerdictClass::kWrongAnswer: return "wrong_answer";
-    case VerdictClass::kIllegal: return "illegal";
-    case VerdictClass::kInfraError: return "infra_error";
+    case VerdictClass::kOk:
+      return "ok";
+    case VerdictClass::kFormatError:
+      return "format_error";
+    case VerdictClass::kCompileError:
+      return "compile_error";
+    case VerdictClass::kRuntimeError:
+      return "runtime_error";
+    case VerdictClass::kTimeout:
+      return "timeout";
+    case VerdictClass::kWrongAnswer:
+      return "wrong_answer";
+    case VerdictClass::kIllegal:
+      return "illegal";
+    case VerdictClass::kInfraError:
+      return "infra_error";
   }
   return "?";
 }
@@ -22,7 +30,10 @@ namespace {
 
 json timing_json(const std::optional<TimingStats>& t) {
   if (!t) return nullptr;
-  return {{"median_ms", t->median_ms}, {"p10_ms", t->p10_ms}, {"p90_ms", t->p90_ms}, {"min_ms", t->min_ms},
+  return {{"median_ms", t->median_ms},
+          {"p10_ms", t->p10_ms},
+          {"p90_ms", t->p90_ms},
+          {"min_ms", t->min_ms},
           {"iters", t->iters}};
 }
 
@@ -30,7 +41,8 @@ json timing_json(const std::optional<TimingStats>& t) {
 
 json to_json(const Verdict& v) {
   json legality = json::array();
-  for (const auto& f : v.legality) legality.push_back({{"rule", f.rule}, {"message", f.message}, {"line", f.line}});
+  for (const auto& f : v.legality)
+    legality.push_back({{"rule", f.rule}, {"message", f.message}, {"line", f.line}});
   json reward = nullptr;
   if (v.scored()) {
     reward = {{"total", v.reward.total},

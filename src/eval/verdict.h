@@ -37,8 +37,8 @@ struct Verdict {
   std::string task_id;
   std::string backend;
   VerdictClass verdict = VerdictClass::kInfraError;
-  std::string message;                 // one line: why this verdict
-  std::string stage;                   // the stage that decided: extract|inspect|legality|build|run|verify|benchmark
+  std::string message;  // one line: why this verdict
+  std::string stage;    // the stage that decided: extract|inspect|legality|build|run|verify|benchmark
   bool compiled = false;
   int trials = 0;
   int passed = 0;
@@ -49,11 +49,11 @@ struct Verdict {
   std::string reward_scheme;
   StageSeconds seconds;
   bool cache_hit = false;
-  int attempts = 1;                    // > 1 when infrastructure failures were retried
+  int attempts = 1;  // > 1 when infrastructure failures were retried
   std::vector<legality::Finding> legality;
   std::string candidate_sha256;
-  std::string log;                     // compiler / runner output, truncated
-  nlohmann::json config;               // the resolved evaluation settings
+  std::string log;        // compiler / runner output, truncated
+  nlohmann::json config;  // the resolved evaluation settings
 
   bool scored() const { return verdict != VerdictClass::kInfraError; }
 };

@@ -7,16 +7,61 @@ namespace musacoder::legality {
 std::set<std::string> LegalityOptions::default_allowed_ops() {
   return {
       // allocation and filling
-      "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "zero_",
-      "ones", "ones_like", "full", "full_like", "fill_", "new_zeros", "new_ones", "new_full", "scalar_tensor",
+      "empty",
+      "empty_like",
+      "empty_strided",
+      "new_empty",
+      "new_empty_strided",
+      "zeros",
+      "zeros_like",
+      "zero_",
+      "ones",
+      "ones_like",
+      "full",
+      "full_like",
+      "fill_",
+      "new_zeros",
+      "new_ones",
+      "new_full",
+      "scalar_tensor",
       "lift_fresh",
       // views and metadata
-      "view", "_unsafe_view", "reshape", "as_strided", "expand", "permute", "transpose", "t", "squeeze",
-      "unsqueeze", "flatten", "unflatten", "select", "slice", "narrow", "split", "split_with_sizes", "chunk",
-      "unbind", "alias", "detach", "view_as", "expand_as", "resize_", "sym_size", "sym_stride", "sym_numel",
-      "sym_storage_offset", "is_contiguous", "_local_scalar_dense",
+      "view",
+      "_unsafe_view",
+      "reshape",
+      "as_strided",
+      "expand",
+      "permute",
+      "transpose",
+      "t",
+      "squeeze",
+      "unsqueeze",
+      "flatten",
+      "unflatten",
+      "select",
+      "slice",
+      "narrow",
+      "split",
+      "split_with_sizes",
+      "chunk",
+      "unbind",
+      "alias",
+      "detach",
+      "view_as",
+      "expand_as",
+      "resize_",
+      "sym_size",
+      "sym_stride",
+      "sym_numel",
+      "sym_storage_offset",
+      "is_contiguous",
+      "_local_scalar_dense",
       // data movement (no arithmetic)
-      "clone", "copy_", "_to_copy", "contiguous", "to",
+      "clone",
+      "copy_",
+      "_to_copy",
+      "contiguous",
+      "to",
   };
 }
 
@@ -47,12 +92,15 @@ std::vector<Finding> check_extension_sources(const std::vector<build::ExtensionS
       any_launch |= std::regex_search(src, launch);
     }
   }
-  if (!any_kernel) out.push_back({"no_device_kernel", "no __global__ kernel in the CUDA sources", 0});
-  else if (!any_launch) out.push_back({"kernel_not_launched", "the CUDA sources never launch a kernel", 0});
+  if (!any_kernel)
+    out.push_back({"no_device_kernel", "no __global__ kernel in the CUDA sources", 0});
+  else if (!any_launch)
+    out.push_back({"kernel_not_launched", "the CUDA sources never launch a kernel", 0});
   return out;
 }
 
-std::vector<Finding> check_dispatched_ops(const std::map<std::string, int>& ops, const LegalityOptions& options) {
+std::vector<Finding> check_dispatched_ops(const std::map<std::string, int>& ops,
+                                          const LegalityOptions& options) {
   std::vector<Finding> out;
   if (!options.check_runtime_ops) return out;
   for (const auto& [op, count] : ops) {

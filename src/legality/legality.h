@@ -41,7 +41,8 @@ std::vector<Finding> check_extension_sources(const std::vector<build::ExtensionS
                                              build::Backend backend);
 
 // Ops dispatched during a forward call that are not allowed.
-std::vector<Finding> check_dispatched_ops(const std::map<std::string, int>& ops, const LegalityOptions& options);
+std::vector<Finding> check_dispatched_ops(const std::map<std::string, int>& ops,
+                                          const LegalityOptions& options);
 
 // "rule: message (line N); ..." for logs.
 std::string describe(const std::vector<Finding>& findings);

@@ -37,8 +37,11 @@ json summarize_batch(const std::vector<eval::Verdict>& verdicts) {
     const bool correct = v.verdict == eval::VerdictClass::kOk;
     by_task[v.task_id].push_back({correct, correct && v.speedup && *v.speedup > 0 ? *v.speedup : 1e-9});
   }
-  json out = {{"samples", verdicts.size()}, {"problems", by_task.size()}, {"verdicts", counts},
-              {"infra_errors", infra}, {"mean_reward", scored ? reward_sum / scored : 0.0}};
+  json out = {{"samples", verdicts.size()},
+              {"problems", by_task.size()},
+              {"verdicts", counts},
+              {"infra_errors", infra},
+              {"mean_reward", scored ? reward_sum / scored : 0.0}};
   std::vector<std::vector<rl::SampleOutcome>> problems;
   std::size_t min_n = SIZE_MAX;
   for (auto& [id, s] : by_task) {
@@ -71,17 +74,18 @@ std::string verdict_table(const std::vector<LabelledVerdict>& rows) {
   for (const auto& r : rows) w = std::max(w, r.label.size());
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof line, "%-*s  %-13s  %6s  %7s  %9s  %9s  %7s  %6s  %s\n", static_cast<int>(w), "candidate",
-                "verdict", "reward", "pass", "ref ms", "cand ms", "speedup", "build", "message");
+  std::snprintf(line, sizeof line, "%-*s  %-13s  %6s  %7s  %9s  %9s  %7s  %6s  %s\n", static_cast<int>(w),
+                "candidate", "verdict", "reward", "pass", "ref ms", "cand ms", "speedup", "build", "message");
   out += line;
   out += std::string(w + 90, '-') + "\n";
   for (const auto& r : rows) {
     const auto& v = *r.verdict;
     std::string message = v.message.substr(0, 70);
     std::replace(message.begin(), message.end(), '\n', ' ');
-    std::snprintf(line, sizeof line, "%-*s  %-13s  %6s  %3d/%-3d  %9s  %9s  %7s  %5.1fs  %s\n", static_cast<int>(w),
-                  r.label.c_str(), eval::verdict_name(v.verdict), v.scored() ? fmt("%.3f", v.reward.total).c_str() : "-",
-                  v.passed, v.trials, v.reference_time ? fmt("%.3f", v.reference_time->median_ms).c_str() : "-",
+    std::snprintf(line, sizeof line, "%-*s  %-13s  %6s  %3d/%-3d  %9s  %9s  %7s  %5.1fs  %s\n",
+                  static_cast<int>(w), r.label.c_str(), eval::verdict_name(v.verdict),
+                  v.scored() ? fmt("%.3f", v.reward.total).c_str() : "-", v.passed, v.trials,
+                  v.reference_time ? fmt("%.3f", v.reference_time->median_ms).c_str() : "-",
                   v.candidate_time ? fmt("%.3f", v.candidate_time->median_ms).c_str() : "-",
                   v.speedup ? fmt("%.2fx", *v.speedup).c_str() : "-", v.seconds.build, message.c_str());
     out += line;

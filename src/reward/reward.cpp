@@ -13,9 +13,12 @@ Result<Scheme> parse_scheme(const std::string& name) {
 
 const char* scheme_name(Scheme s) {
   switch (s) {
-    case Scheme::kLesson: return "lesson";
-    case Scheme::kTiered: return "tiered";
-    case Scheme::kKevin: return "kevin";
+    case Scheme::kLesson:
+      return "lesson";
+    case Scheme::kTiered:
+      return "tiered";
+    case Scheme::kKevin:
+      return "kevin";
   }
   return "?";
 }

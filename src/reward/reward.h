@@ -21,16 +21,16 @@ const char* scheme_name(Scheme s);
 
 struct RewardOptions {
   Scheme scheme = Scheme::kLesson;
-  double speedup_cap = 1.0;     // lesson: speedup at which perf saturates (--reward-speedup-cap)
-  double tiered_lambda = 0.5;   // tiered: weight of the speedup bonus
-  double tiered_nu_max = 2.0;   // tiered: cap of the speedup bonus term
+  double speedup_cap = 1.0;    // lesson: speedup at which perf saturates (--reward-speedup-cap)
+  double tiered_lambda = 0.5;  // tiered: weight of the speedup bonus
+  double tiered_nu_max = 2.0;  // tiered: cap of the speedup bonus term
 };
 
 struct RewardInputs {
-  bool compiled = false;           // the build succeeded
-  bool ran = false;                // the candidate ran to completion on every trial
-  double pass_fraction = 0.0;      // trials within tolerance / trials
-  std::optional<double> speedup;   // reference median / candidate median, only at 100% pass
+  bool compiled = false;          // the build succeeded
+  bool ran = false;               // the candidate ran to completion on every trial
+  double pass_fraction = 0.0;     // trials within tolerance / trials
+  std::optional<double> speedup;  // reference median / candidate median, only at 100% pass
 };
 
 struct RewardBreakdown {

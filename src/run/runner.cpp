@@ -18,11 +18,12 @@ namespace {
 ProcessOptions process_options(const RunnerOptions& options, const RunnerCall& call, const fs::path& job_path,
                                const fs::path& result_path, const fs::path& phase_path) {
   ProcessOptions p;
-  p.argv = {options.python,  "-m",         "mooreeval_runner",  call.mode,           "--job",
+  p.argv = {options.python,    "-m",       "mooreeval_runner",   call.mode,      "--job",
             job_path.string(), "--result", result_path.string(), "--phase-file", phase_path.string()};
   p.env_set = options.extra_env;
   std::string pythonpath = options.runner_dir.string();
-  if (const char* existing = std::getenv("PYTHONPATH"); existing && *existing) pythonpath += ":" + std::string(existing);
+  if (const char* existing = std::getenv("PYTHONPATH"); existing && *existing)
+    pythonpath += ":" + std::string(existing);
   p.env_set["PYTHONPATH"] = pythonpath;
   p.env_set["PYTHONUNBUFFERED"] = "1";
   p.env_set["PYTHONDONTWRITEBYTECODE"] = "1";
@@ -68,7 +69,8 @@ Result<CallFiles> prepare(const RunnerCall& call) {
 
 }  // namespace
 
-Result<std::unique_ptr<RunnerSession>> RunnerSession::start(const RunnerOptions& options, const RunnerCall& call) {
+Result<std::unique_ptr<RunnerSession>> RunnerSession::start(const RunnerOptions& options,
+                                                            const RunnerCall& call) {
   auto files = prepare(call);
   if (!files.ok()) return files.status();
   auto child = Subprocess::spawn(process_options(options, call, files->job, files->result, files->phase));
@@ -87,7 +89,9 @@ bool RunnerSession::wait_for(const std::string& line) {
   return false;
 }
 
-void RunnerSession::command(const std::string& word) { process_->send_stdin(word + "\n", /*close_after=*/false); }
+void RunnerSession::command(const std::string& word) {
+  process_->send_stdin(word + "\n", /*close_after=*/false);
+}
 
 RunnerOutcome RunnerSession::finish() {
   process_->send_stdin("", /*close_after=*/true);

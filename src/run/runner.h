@@ -20,18 +20,18 @@
 namespace musacoder::run {
 
 struct RunnerOptions {
-  std::string python = "python3";                    // interpreter that has torch
-  std::filesystem::path runner_dir;                  // directory that holds mooreeval_runner/
-  std::map<std::string, std::string> extra_env;      // added to every runner's environment
-  std::size_t max_log_bytes = 256 << 10;             // per stream captured from the runner
+  std::string python = "python3";                // interpreter that has torch
+  std::filesystem::path runner_dir;              // directory that holds mooreeval_runner/
+  std::map<std::string, std::string> extra_env;  // added to every runner's environment
+  std::size_t max_log_bytes = 256 << 10;         // per stream captured from the runner
 };
 
 struct RunnerCall {
-  std::string mode;                             // probe | inspect | reference | candidate
-  nlohmann::json job;                           // the job description (see the runner's modes)
-  std::filesystem::path work_dir;               // job, result and phase files go here
+  std::string mode;                // probe | inspect | reference | candidate
+  nlohmann::json job;              // the job description (see the runner's modes)
+  std::filesystem::path work_dir;  // job, result and phase files go here
   std::chrono::milliseconds deadline{30000};
-  std::map<std::string, std::string> env;       // per-call environment additions
+  std::map<std::string, std::string> env;  // per-call environment additions
 };
 
 struct RunnerOutcome {

@@ -53,7 +53,8 @@ Status apply_sidecar(const fs::path& sidecar, TaskSpec& spec) {
 
 Status validate(const TaskSpec& spec) {
   const std::string where = spec.path.string();
-  if (spec.difficulty < 1 || spec.difficulty > 3) return invalid_argument(where + ": difficulty must be 1..3");
+  if (spec.difficulty < 1 || spec.difficulty > 3)
+    return invalid_argument(where + ": difficulty must be 1..3");
   if (spec.trials < 1 || spec.trials > 256) return invalid_argument(where + ": trials must be 1..256");
   for (auto tol : {spec.rtol, spec.atol})
     if (tol && !(*tol >= 0 && *tol < 1)) return invalid_argument(where + ": tolerances must be in [0, 1)");

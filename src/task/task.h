@@ -17,11 +17,11 @@
 namespace musacoder::task {
 
 struct TaskSpec {
-  std::string id;                 // "elementwise/add": path relative to the suite, no ".py"
-  std::filesystem::path path;     // absolute path of the task's .py file
-  int difficulty = 1;             // 1..3
-  int trials = 8;                 // numeric check input sets; from difficulty unless overridden
-  std::optional<double> rtol;     // task-specific tolerance; unset: the evaluator's default
+  std::string id;              // "elementwise/add": path relative to the suite, no ".py"
+  std::filesystem::path path;  // absolute path of the task's .py file
+  int difficulty = 1;          // 1..3
+  int trials = 8;              // numeric check input sets; from difficulty unless overridden
+  std::optional<double> rtol;  // task-specific tolerance; unset: the evaluator's default
   std::optional<double> atol;
   std::string dtype = "float32";  // informational: the dtype of the task's inputs
   std::string description;

@@ -17,7 +17,8 @@ std::string shape_str(const std::vector<int64_t>& s) {
 }
 
 // Returns "" when the tensor passes, else why not; updates the error maxima.
-std::string compare_tensor(const TensorData& r, const TensorData& c, const Tolerance& tol, NumericReport& rep) {
+std::string compare_tensor(const TensorData& r, const TensorData& c, const Tolerance& tol,
+                           NumericReport& rep) {
   if (r.shape != c.shape) return "shape " + shape_str(c.shape) + ", expected " + shape_str(r.shape);
   if (r.dtype != c.dtype) return "dtype " + c.dtype + ", expected " + r.dtype;
   const bool exact = is_exact_dtype(r.dtype);
@@ -47,8 +48,8 @@ std::string compare_tensor(const TensorData& r, const TensorData& c, const Toler
 
 }  // namespace
 
-NumericReport compare_outputs(const std::vector<TrialOutputs>& reference, const std::vector<TrialOutputs>& candidate,
-                              const Tolerance& tol) {
+NumericReport compare_outputs(const std::vector<TrialOutputs>& reference,
+                              const std::vector<TrialOutputs>& candidate, const Tolerance& tol) {
   NumericReport rep;
   rep.trials = static_cast<int>(reference.size());
   for (std::size_t t = 0; t < reference.size(); ++t) {

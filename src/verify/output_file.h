@@ -12,9 +12,9 @@
 namespace musacoder::verify {
 
 struct TensorData {
-  std::string dtype;             // torch dtype name without "torch.", e.g. "float32"
+  std::string dtype;  // torch dtype name without "torch.", e.g. "float32"
   std::vector<int64_t> shape;
-  std::vector<double> values;    // row-major, numel() entries
+  std::vector<double> values;  // row-major, numel() entries
 };
 
 using TrialOutputs = std::vector<TensorData>;  // what one forward call returned

@@ -28,8 +28,8 @@ const std::string& gpu_unavailable_reason() {
   return reason;
 }
 
-#define SKIP_WITHOUT_GPU()                                                                \
-  do {                                                                                    \
+#define SKIP_WITHOUT_GPU()                                                                          \
+  do {                                                                                              \
     if (!gpu_unavailable_reason().empty()) GTEST_SKIP() << "skipped: " << gpu_unavailable_reason(); \
   } while (0)
 
@@ -42,8 +42,8 @@ TEST_P(CudaSolution, ScoresOkWithRewardAtLeast06) {
   EXPECT_GE(v.reward.total, 0.6);
   std::printf("GPU_RESULT %s verdict=%s reward=%.3f ref_ms=%.4f cand_ms=%.4f speedup=%.2f build_s=%.1f\n",
               GetParam().c_str(), eval::verdict_name(v.verdict), v.reward.total,
-              v.reference_time ? v.reference_time->median_ms : -1, v.candidate_time ? v.candidate_time->median_ms : -1,
-              v.speedup.value_or(-1), v.seconds.build);
+              v.reference_time ? v.reference_time->median_ms : -1,
+              v.candidate_time ? v.candidate_time->median_ms : -1, v.speedup.value_or(-1), v.seconds.build);
 }
 
 INSTANTIATE_TEST_SUITE_P(Bundled, CudaSolution, ::testing::ValuesIn(bundled_task_ids()),
@@ -56,8 +56,8 @@ TEST_P(CudaBroken, GetsItsVerdictClass) {
   const auto& c = GetParam();
   auto v = evaluate_file(cuda_evaluator(), c.task, kSourceDir / "tests/fixtures/candidates" / c.file);
   EXPECT_EQ(eval::verdict_name(v.verdict), c.expected) << c.file << ": " << v.message << "\n" << v.log;
-  std::printf("GPU_RESULT %s verdict=%s expected=%s message=%s\n", c.file.c_str(), eval::verdict_name(v.verdict),
-              c.expected.c_str(), v.message.substr(0, 120).c_str());
+  std::printf("GPU_RESULT %s verdict=%s expected=%s message=%s\n", c.file.c_str(),
+              eval::verdict_name(v.verdict), c.expected.c_str(), v.message.substr(0, 120).c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, CudaBroken, ::testing::ValuesIn(broken_cases("cuda")),

@@ -24,7 +24,9 @@ ProcessResult mooreeval(std::vector<std::string> args) {
   return r.ok() ? *r : ProcessResult{};
 }
 
-std::string both(const ProcessResult& r) { return r.stdout_text + r.stderr_text; }
+std::string both(const ProcessResult& r) {
+  return r.stdout_text + r.stderr_text;
+}
 
 TEST(Cli, MissingCandidateFile) {
   auto r = mooreeval({"eval", "--task", "elementwise/add", "--candidate", "/nonexistent.py"});
@@ -40,7 +42,8 @@ TEST(Cli, TaskWithoutModel) {
 }
 
 TEST(Cli, UnknownTask) {
-  auto r = mooreeval({"eval", "--task", "no/such/task", "--candidate", kFixtures + "/candidates/correct_cpu.py"});
+  auto r =
+      mooreeval({"eval", "--task", "no/such/task", "--candidate", kFixtures + "/candidates/correct_cpu.py"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(both(r).find("task not found"), std::string::npos) << both(r);
 }
@@ -49,7 +52,9 @@ TEST(Cli, EmptyHugeAndNonUtf8ResponsesAreFormatErrors) {
   auto dir = TempDir::create("mc-cli-test-");
   ASSERT_TRUE(dir.ok());
   const auto huge = dir->path() / "huge.md";
-  ASSERT_TRUE(write_file_atomic(huge, "```python\nclass ModelNew:\n" + std::string((1 << 20) + 10, '#') + "\n```").ok());
+  ASSERT_TRUE(
+      write_file_atomic(huge, "```python\nclass ModelNew:\n" + std::string((1 << 20) + 10, '#') + "\n```")
+          .ok());
   const auto binary = dir->path() / "binary.txt";
   ASSERT_TRUE(write_file_atomic(binary, std::string("class ModelNew:\n\xFF\xFE\x00\x01", 20)).ok());
   struct Case {
@@ -69,8 +74,8 @@ TEST(Cli, EmptyHugeAndNonUtf8ResponsesAreFormatErrors) {
 }
 
 TEST(Cli, JsonVerdictHasTheSchemaFields) {
-  auto r = mooreeval({"eval", "--task", "elementwise/add", "--candidate", kFixtures + "/candidates/syntax_error.py",
-                      "--json"});
+  auto r = mooreeval({"eval", "--task", "elementwise/add", "--candidate",
+                      kFixtures + "/candidates/syntax_error.py", "--json"});
   EXPECT_EQ(r.exit_code, 1);
   auto j = nlohmann::json::parse(r.stdout_text, nullptr, false);
   ASSERT_TRUE(j.is_object()) << r.stdout_text << r.stderr_text;
@@ -86,10 +91,11 @@ TEST(Cli, JsonVerdictHasTheSchemaFields) {
 }
 
 TEST(Cli, MusaBackendWithoutToolchain) {
-  auto r = mooreeval({"launch", "--workers", "64", "--backend", "musa", "--musa-sdk-version", "5.1.0", "--torch-musa",
-                      "2.9.0", "--reference-impl", "torch", "--tolerance-rtol", "1e-3", "--tolerance-atol", "1e-3",
-                      "--benchmark-iters", "50", "--warmup-iters", "10", "--max-build-seconds", "60",
-                      "--max-run-seconds", "30"});
+  auto r =
+      mooreeval({"launch", "--workers",           "64",    "--backend",         "musa",  "--musa-sdk-version",
+                 "5.1.0",  "--torch-musa",        "2.9.0", "--reference-impl",  "torch", "--tolerance-rtol",
+                 "1e-3",   "--tolerance-atol",    "1e-3",  "--benchmark-iters", "50",    "--warmup-iters",
+                 "10",     "--max-build-seconds", "60",    "--max-run-seconds", "30"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(both(r).find("MUSA toolchain not found"), std::string::npos) << both(r);
 }

@@ -49,16 +49,17 @@ TEST(Isolation, CrashAndTimeoutDoNotAffectNeighbours) {
   ASSERT_TRUE(task.ok());
   const auto dir = kSourceDir / "tests/fixtures/candidates";
   std::vector<eval::BatchJob> jobs = {
-      {*task, dir / "segfault_cpu.py", "segfault"},      {*task, dir / "correct_cpu.py", "after-segfault"},
-      {*task, dir / "infinite_loop_cpu.py", "loop"},     {*task, dir / "correct_cpu.py", "after-loop"},
-      {*task, dir / "raises_in_forward.py", "raises"},   {*task, dir / "correct_cpu.py", "after-raise"},
+      {*task, dir / "segfault_cpu.py", "segfault"},    {*task, dir / "correct_cpu.py", "after-segfault"},
+      {*task, dir / "infinite_loop_cpu.py", "loop"},   {*task, dir / "correct_cpu.py", "after-loop"},
+      {*task, dir / "raises_in_forward.py", "raises"}, {*task, dir / "correct_cpu.py", "after-raise"},
   };
   auto verdicts = eval::run_batch(ev, jobs, 2);
   ASSERT_EQ(verdicts.size(), jobs.size());
   EXPECT_EQ(verdicts[0].verdict, eval::VerdictClass::kRuntimeError) << verdicts[0].message;
   EXPECT_EQ(verdicts[2].verdict, eval::VerdictClass::kTimeout) << verdicts[2].message;
   EXPECT_EQ(verdicts[4].verdict, eval::VerdictClass::kRuntimeError) << verdicts[4].message;
-  for (int i : {1, 3, 5}) EXPECT_EQ(verdicts[i].verdict, eval::VerdictClass::kOk) << jobs[i].label << ": " << verdicts[i].message;
+  for (int i : {1, 3, 5})
+    EXPECT_EQ(verdicts[i].verdict, eval::VerdictClass::kOk) << jobs[i].label << ": " << verdicts[i].message;
 }
 
 TEST(BuildTimeout, ExceedingMaxBuildSecondsIsATimeout) {

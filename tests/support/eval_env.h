@@ -63,7 +63,8 @@ inline std::string param_name(std::string s) {
   return s;
 }
 
-inline eval::Verdict evaluate_file(eval::Evaluator& ev, const std::string& task_id, const std::filesystem::path& file) {
+inline eval::Verdict evaluate_file(eval::Evaluator& ev, const std::string& task_id,
+                                   const std::filesystem::path& file) {
   auto task = task::resolve_task(task_id, kSourceDir / "tasks");
   if (!task.ok()) {
     eval::Verdict v;

@@ -18,7 +18,8 @@ using nlohmann::json;
 namespace {
 
 int exit_for(const Status& s) {
-  return s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kNotFound ? kExitBadInput : kExitInfra;
+  return s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kNotFound ? kExitBadInput
+                                                                                       : kExitInfra;
 }
 
 int report_error(const Status& s) {
@@ -31,9 +32,9 @@ void print_human(const eval::Verdict& v) {
             << "verdict:   " << eval::verdict_name(v.verdict) << " [" << v.stage << "]\n"
             << "message:   " << v.message << "\n";
   if (v.scored()) {
-    std::cout << "reward:    " << v.reward.total << " (" << v.reward_scheme << ": compile " << v.reward.compile_part
-              << ", correctness " << v.reward.correctness_part << ", performance " << v.reward.performance_part
-              << ")\n";
+    std::cout << "reward:    " << v.reward.total << " (" << v.reward_scheme << ": compile "
+              << v.reward.compile_part << ", correctness " << v.reward.correctness_part << ", performance "
+              << v.reward.performance_part << ")\n";
   } else {
     std::cout << "reward:    none (infrastructure failure, not scored)\n";
   }
@@ -42,8 +43,9 @@ void print_human(const eval::Verdict& v) {
   if (v.reference_time && v.candidate_time)
     std::cout << "time:      reference " << v.reference_time->median_ms << " ms, candidate "
               << v.candidate_time->median_ms << " ms (median), speedup " << v.speedup.value_or(0) << "x\n";
-  std::cout << "seconds:   build " << v.seconds.build << (v.cache_hit ? " (cached)" : "") << ", run " << v.seconds.run
-            << ", benchmark " << v.seconds.benchmark << ", total " << v.seconds.total << "\n";
+  std::cout << "seconds:   build " << v.seconds.build << (v.cache_hit ? " (cached)" : "") << ", run "
+            << v.seconds.run << ", benchmark " << v.seconds.benchmark << ", total " << v.seconds.total
+            << "\n";
   if (v.verdict != eval::VerdictClass::kOk && !v.log.empty()) std::cout << "log:\n" << v.log << "\n";
 }
 
@@ -62,7 +64,8 @@ int run_eval(const EvalCommand& cmd, const eval::EvalOptions& options) {
   auto task = task::resolve_task(cmd.task, cmd.tasks_dir);
   if (!task.ok()) return report_error(task.status());
   std::error_code ec;
-  if (!fs::exists(cmd.candidate, ec)) return report_error(not_found("candidate file not found: " + cmd.candidate.string()));
+  if (!fs::exists(cmd.candidate, ec))
+    return report_error(not_found("candidate file not found: " + cmd.candidate.string()));
   eval::Evaluator evaluator(options);
   if (auto st = evaluator.prepare(); !st.ok()) return report_error(st);
   eval::BatchJob job{*task, cmd.candidate, task->id};
@@ -110,8 +113,10 @@ int run_eval_batch(const BatchCommand& cmd, const eval::EvalOptions& options) {
 
 int run_launch(const LaunchCommand& cmd, const eval::EvalOptions& options) {
   if (cmd.reference_impl != "torch")
-    return report_error(invalid_argument("--reference-impl '" + cmd.reference_impl + "' is not supported (torch)"));
-  if (options.backend != build::Backend::kMusa && (!cmd.musa_sdk_version.empty() || !cmd.torch_musa_version.empty()))
+    return report_error(
+        invalid_argument("--reference-impl '" + cmd.reference_impl + "' is not supported (torch)"));
+  if (options.backend != build::Backend::kMusa &&
+      (!cmd.musa_sdk_version.empty() || !cmd.torch_musa_version.empty()))
     std::cerr << "mooreeval: note: --musa-sdk-version/--torch-musa apply to --backend musa only; ignored\n";
   eval::Evaluator evaluator(options);
   if (auto st = evaluator.prepare(); !st.ok()) return report_error(st);
@@ -160,7 +165,8 @@ int run_launch(const LaunchCommand& cmd, const eval::EvalOptions& options) {
                              (expected[i] != "ok" || verdicts[i].reward.total >= 0.6);
     mismatches += !as_expected;
     infra += !verdicts[i].scored();
-    rows.push_back({(as_expected ? "  " : "! ") + (*jobs)[i].label + " (expect " + expected[i] + ")", &verdicts[i]});
+    rows.push_back(
+        {(as_expected ? "  " : "! ") + (*jobs)[i].label + " (expect " + expected[i] + ")", &verdicts[i]});
   }
   std::cout << report::verdict_table(rows);
   std::cout << "summary: " << report::summarize_batch(verdicts).dump() << "\n";

@@ -13,7 +13,7 @@ namespace musacoder::tools {
 constexpr int kExitOk = 0, kExitCandidateFailed = 1, kExitBadInput = 2, kExitInfra = 3;
 
 struct EvalCommand {
-  std::string task;               // --task: a file, or an id in tasks_dir
+  std::string task;                 // --task: a file, or an id in tasks_dir
   std::filesystem::path candidate;  // --candidate
   std::filesystem::path tasks_dir;
   bool json = false;

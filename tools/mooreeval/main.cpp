@@ -26,25 +26,34 @@ struct CommonFlags {
 
 void add_common(CLI::App* app, CommonFlags& f, EvalOptions& o) {
   app->add_option("--backend", f.backend, "cpu | cuda | musa")->capture_default_str();
-  app->add_option("--tolerance-rtol", o.rtol, "relative tolerance (a task's sidecar overrides)")->capture_default_str();
-  app->add_option("--tolerance-atol", o.atol, "absolute tolerance (a task's sidecar overrides)")->capture_default_str();
-  app->add_option("--benchmark-iters", o.benchmark_iters, "timed calls per side")->capture_default_str()
+  app->add_option("--tolerance-rtol", o.rtol, "relative tolerance (a task's sidecar overrides)")
+      ->capture_default_str();
+  app->add_option("--tolerance-atol", o.atol, "absolute tolerance (a task's sidecar overrides)")
+      ->capture_default_str();
+  app->add_option("--benchmark-iters", o.benchmark_iters, "timed calls per side")
+      ->capture_default_str()
       ->check(CLI::Range(1, 100000));
-  app->add_option("--warmup-iters", o.warmup_iters, "untimed calls before timing")->capture_default_str()
+  app->add_option("--warmup-iters", o.warmup_iters, "untimed calls before timing")
+      ->capture_default_str()
       ->check(CLI::Range(0, 100000));
-  app->add_option("--max-build-seconds", f.max_build_seconds, "build deadline")->capture_default_str()
+  app->add_option("--max-build-seconds", f.max_build_seconds, "build deadline")
+      ->capture_default_str()
       ->check(CLI::Range(1.0, 3600.0));
-  app->add_option("--max-run-seconds", f.max_run_seconds, "deadline of one runner process")->capture_default_str()
+  app->add_option("--max-run-seconds", f.max_run_seconds, "deadline of one runner process")
+      ->capture_default_str()
       ->check(CLI::Range(1.0, 3600.0));
   app->add_option("--reward-scheme", f.reward_scheme, "lesson | tiered | kevin")->capture_default_str();
   app->add_option("--reward-speedup-cap", o.reward.speedup_cap, "lesson scheme: speedup where perf saturates")
       ->capture_default_str();
   app->add_option("--gpu", o.gpu_index, "GPU index for the cuda backend")->capture_default_str();
-  app->add_option("--run-slots", o.run_slots, "candidates on the device at once")->capture_default_str()
+  app->add_option("--run-slots", o.run_slots, "candidates on the device at once")
+      ->capture_default_str()
       ->check(CLI::Range(1, 64));
-  app->add_option("--cpu-threads", o.cpu_threads, "torch threads in runners (0: default)")->capture_default_str();
+  app->add_option("--cpu-threads", o.cpu_threads, "torch threads in runners (0: default)")
+      ->capture_default_str();
   app->add_option("--seed", f.seed, "fix the input seeds (default: fresh every evaluation)");
-  app->add_option("--python", f.python, "Python interpreter with torch for the runner")->capture_default_str();
+  app->add_option("--python", f.python, "Python interpreter with torch for the runner")
+      ->capture_default_str();
   app->add_option("--runner-dir", f.runner_dir, "directory holding mooreeval_runner/ (default: source tree)");
   app->add_option("--cache-dir", f.cache_dir, "build cache (default: ~/.cache/mooreeval/builds)");
   app->add_flag("--no-cache", f.no_cache, "do not use the build cache");
@@ -101,7 +110,8 @@ int main(int argc, char** argv) {
   t::EvalCommand eval_cmd{"", "", default_dir("MOOREEVAL_TASKS_DIR", "tasks")};
   auto* eval = app.add_subcommand("eval", "evaluate one candidate against one task");
   eval->add_option("--task", eval_cmd.task, "task file or task id (e.g. elementwise/add)")->required();
-  eval->add_option("--candidate", eval_cmd.candidate, "submission: a Python file or a raw model response")->required();
+  eval->add_option("--candidate", eval_cmd.candidate, "submission: a Python file or a raw model response")
+      ->required();
   eval->add_option("--tasks-dir", eval_cmd.tasks_dir, "suite for task ids")->capture_default_str();
   eval->add_flag("--json", eval_cmd.json, "print the verdict as JSON");
   add_common(eval, eval_flags, eval_opts);
@@ -109,27 +119,36 @@ int main(int argc, char** argv) {
   t::BatchCommand batch_cmd;
   auto* batch = app.add_subcommand("eval-batch", "evaluate a directory of samples against a task suite");
   batch->add_option("--tasks", batch_cmd.tasks_dir, "task suite directory")->required();
-  batch->add_option("--samples", batch_cmd.samples_dir, "samples: <dir>/<task>.py or <dir>/<task>/*")->required();
-  batch->add_option("--workers", batch_cmd.workers, "concurrent evaluations")->capture_default_str()
+  batch->add_option("--samples", batch_cmd.samples_dir, "samples: <dir>/<task>.py or <dir>/<task>/*")
+      ->required();
+  batch->add_option("--workers", batch_cmd.workers, "concurrent evaluations")
+      ->capture_default_str()
       ->check(CLI::Range(1, 1024));
   batch->add_option("--out", batch_cmd.out, "JSONL output file (default: stdout)");
   batch->add_flag("--quiet", batch_cmd.quiet, "no table on stderr");
   add_common(batch, batch_flags, batch_opts);
 
-  t::LaunchCommand launch_cmd{default_dir("MOOREEVAL_TASKS_DIR", "tasks"), default_dir("MOOREEVAL_SOLUTIONS_DIR", "solutions"),
+  t::LaunchCommand launch_cmd{default_dir("MOOREEVAL_TASKS_DIR", "tasks"),
+                              default_dir("MOOREEVAL_SOLUTIONS_DIR", "solutions"),
                               fs::path(MOOREEVAL_SOURCE_DIR) / "tests" / "fixtures" / "candidates"};
   auto* launch = app.add_subcommand(
-      "launch", "the lesson's launcher; embedded default: verify the bundled suite's reference solutions and "
-                "broken candidates and print the verdict table");
+      "launch",
+      "the lesson's launcher; embedded default: verify the bundled suite's reference solutions and "
+      "broken candidates and print the verdict table");
   launch->add_option("--workers", launch_cmd.workers, "concurrent evaluations (builds overlap runs)")
-      ->capture_default_str()->check(CLI::Range(1, 1024));
-  launch->add_option("--musa-sdk-version", launch_cmd.musa_sdk_version, "required MUSA SDK version (musa backend)");
-  launch->add_option("--torch-musa", launch_cmd.torch_musa_version, "required torch_musa version (musa backend)");
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  launch->add_option("--musa-sdk-version", launch_cmd.musa_sdk_version,
+                     "required MUSA SDK version (musa backend)");
+  launch->add_option("--torch-musa", launch_cmd.torch_musa_version,
+                     "required torch_musa version (musa backend)");
   launch->add_option("--reference-impl", launch_cmd.reference_impl, "reference implementation (torch)")
       ->capture_default_str();
   launch->add_option("--tasks", launch_cmd.tasks_dir, "task suite")->capture_default_str();
-  launch->add_option("--solutions", launch_cmd.solutions_dir, "reference solutions root")->capture_default_str();
-  launch->add_option("--broken", launch_cmd.broken_dir, "broken candidates (manifest.json)")->capture_default_str();
+  launch->add_option("--solutions", launch_cmd.solutions_dir, "reference solutions root")
+      ->capture_default_str();
+  launch->add_option("--broken", launch_cmd.broken_dir, "broken candidates (manifest.json)")
+      ->capture_default_str();
   launch->add_option("--out", launch_cmd.out, "also write every verdict as JSONL here");
   add_common(launch, launch_flags, launch_opts);
 

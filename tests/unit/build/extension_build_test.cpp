@@ -73,7 +73,8 @@ TEST(ExtensionBuild, ConcurrentRequestsForOneKeyBuildOnce) {
   std::vector<std::thread> threads;
   for (int i = 0; i < 3; ++i) {
     std::filesystem::create_directories(dir->path() / ("work" + std::to_string(i)));
-    threads.emplace_back([&, i] { reports[i] = build_extensions({s}, t, o, dir->path() / ("work" + std::to_string(i))); });
+    threads.emplace_back(
+        [&, i] { reports[i] = build_extensions({s}, t, o, dir->path() / ("work" + std::to_string(i))); });
   }
   for (auto& th : threads) th.join();
   int hits = 0;

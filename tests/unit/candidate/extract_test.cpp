@@ -34,10 +34,12 @@ TEST(Extract, BadSubmissionsAreFormatErrors) {
   EXPECT_NE(extract_candidate("").status().message().find("empty"), std::string::npos);
   EXPECT_NE(extract_candidate("  \n\t").status().message().find("empty"), std::string::npos);
   EXPECT_NE(extract_candidate("class ModelNew:\n\xFF").status().message().find("UTF-8"), std::string::npos);
-  EXPECT_NE(extract_candidate(std::string("class ModelNew:\0", 16)).status().message().find("NUL"), std::string::npos);
+  EXPECT_NE(extract_candidate(std::string("class ModelNew:\0", 16)).status().message().find("NUL"),
+            std::string::npos);
   std::string huge = "class ModelNew:\n" + std::string((1 << 20) + 1, '#');
   EXPECT_NE(extract_candidate(huge).status().message().find("over the limit"), std::string::npos);
-  EXPECT_NE(extract_candidate("```python\nprint(1)\n```").status().message().find("no code block"), std::string::npos);
+  EXPECT_NE(extract_candidate("```python\nprint(1)\n```").status().message().find("no code block"),
+            std::string::npos);
   EXPECT_NE(extract_candidate("print(1)").status().message().find("ModelNew"), std::string::npos);
 }
 

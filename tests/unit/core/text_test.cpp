@@ -9,10 +9,12 @@ TEST(Utf8, AcceptsValidAndRejectsInvalid) {
   EXPECT_TRUE(is_valid_utf8("plain ascii"));
   EXPECT_TRUE(is_valid_utf8("中文 and emoji \xF0\x9F\x98\x80"));
   EXPECT_FALSE(is_valid_utf8("\xFF\xFE"));
-  EXPECT_FALSE(is_valid_utf8("\xC0\xAF"));          // overlong '/'
-  EXPECT_FALSE(is_valid_utf8("\xED\xA0\x80"));      // surrogate
-  EXPECT_FALSE(is_valid_utf8("\xE4\xB8"));          // truncated
-  EXPECT_EQ(sanitize_utf8("a\xFF" "b"), "a?b");
+  EXPECT_FALSE(is_valid_utf8("\xC0\xAF"));      // overlong '/'
+  EXPECT_FALSE(is_valid_utf8("\xED\xA0\x80"));  // surrogate
+  EXPECT_FALSE(is_valid_utf8("\xE4\xB8"));      // truncated
+  EXPECT_EQ(sanitize_utf8("a\xFF"
+                          "b"),
+            "a?b");
 }
 
 TEST(Sha256, KnownVector) {

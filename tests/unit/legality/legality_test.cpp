@@ -29,7 +29,8 @@ TEST(Legality, CudaSourcesMustLaunchAKernel) {
 }
 
 TEST(Legality, InspectionFindingsAreParsed) {
-  auto f = findings_from_inspection(nlohmann::json::parse(R"([{"rule":"try_fallback","message":"m","line":3}])"));
+  auto f =
+      findings_from_inspection(nlohmann::json::parse(R"([{"rule":"try_fallback","message":"m","line":3}])"));
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].line, 3);
   EXPECT_TRUE(findings_from_inspection(nlohmann::json("junk")).empty());

@@ -43,7 +43,8 @@ TEST(Task, SidecarAndModuleConstants) {
   EXPECT_DOUBLE_EQ(a->rtol.value(), 0.01);
   EXPECT_FALSE(a->atol.has_value());
 
-  ASSERT_TRUE(write_file_atomic(dir->path() / "b.py", std::string(kTask) + "MOOREEVAL_DIFFICULTY = 3\n").ok());
+  ASSERT_TRUE(
+      write_file_atomic(dir->path() / "b.py", std::string(kTask) + "MOOREEVAL_DIFFICULTY = 3\n").ok());
   auto b = load_task(dir->path() / "b.py");
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(b->trials, 32);

@@ -38,7 +38,8 @@ TEST(Compare, NanNeverPassesUnlessTheReferenceIsNan) {
 }
 
 TEST(Compare, ShapeDtypeAndCountMismatches) {
-  EXPECT_NE(one(t({1, 2, 3, 4}, {2, 2}), t({1, 2, 3, 4}, {4})).first_failure.find("shape (4,)"), std::string::npos);
+  EXPECT_NE(one(t({1, 2, 3, 4}, {2, 2}), t({1, 2, 3, 4}, {4})).first_failure.find("shape (4,)"),
+            std::string::npos);
   EXPECT_NE(one(t({1}), t({1}, {}, "float64")).first_failure.find("dtype"), std::string::npos);
   auto r = compare_outputs({{t({1}), t({2})}}, {{t({1})}}, {});
   EXPECT_EQ(r.passed, 0);
