@@ -85,8 +85,7 @@ def run(job):
         return {"status": "format_error", "message": "the candidate defines no class ModelNew"}
 
     import torch
-    from .loading import load_module_from_path as load_task
-    task = load_task(job["task_path"], "mooreeval_task")
+    task = load_module_from_path(job["task_path"], "mooreeval_task")
     specs = []
     try:
         with recording_load_inline(specs):

@@ -46,20 +46,10 @@ std::vector<Verdict> run_batch(Evaluator& evaluator, const std::vector<BatchJob>
   auto work = [&] {
     for (std::size_t i = next++; i < jobs.size(); i = next++) {
       const BatchJob& job = jobs[i];
-      Verdict v;
       // Read a little over the limit, so an oversized submission is reported as such.
       auto text = read_file(job.sample, evaluator.options().max_submission_bytes + 1);
-      if (!text.ok()) {
-        v.task_id = job.task.id;
-        v.backend = build::backend_name(evaluator.options().backend);
-        v.verdict = VerdictClass::kFormatError;
-        v.stage = "extract";
-        v.message = text.status().message();
-        v.trials = job.task.trials;
-        v.reward_scheme = reward::scheme_name(evaluator.options().reward.scheme);
-      } else {
-        v = evaluator.evaluate(job.task, *text);
-      }
+      Verdict v = text.ok() ? evaluator.evaluate(job.task, *text)
+                            : evaluator.reject_submission(job.task, text.status().message());
       std::lock_guard<std::mutex> lock(done_mu);
       verdicts[i] = std::move(v);
       if (on_done) on_done(i, verdicts[i]);

@@ -166,24 +166,44 @@ Verdict Evaluator::evaluate(const task::TaskSpec& task, std::string_view submiss
   return v;
 }
 
+Verdict Evaluator::new_verdict(const task::TaskSpec& task) const {
+  Verdict v;
+  v.task_id = task.id;
+  v.backend = build::backend_name(options_.backend);
+  v.reward_scheme = reward::scheme_name(options_.reward.scheme);
+  v.config = options_.to_json();
+  v.config["task_rtol"] = task.rtol.value_or(options_.rtol);
+  v.config["task_atol"] = task.atol.value_or(options_.atol);
+  v.trials = task.trials;
+  return v;
+}
+
+void Evaluator::score(Verdict& v) const {
+  reward::RewardInputs in{v.compiled,
+                          v.verdict == VerdictClass::kOk || v.verdict == VerdictClass::kWrongAnswer,
+                          v.trials ? static_cast<double>(v.passed) / v.trials : 0.0, v.speedup};
+  if (v.verdict == VerdictClass::kIllegal) in = {};  // a hack earns nothing
+  if (v.scored()) v.reward = reward::compute_reward(in, options_.reward);
+}
+
+Verdict Evaluator::reject_submission(const task::TaskSpec& task, const std::string& message) const {
+  Verdict v = new_verdict(task);
+  v.verdict = VerdictClass::kFormatError;
+  v.stage = "extract";
+  v.message = message;
+  score(v);
+  return v;
+}
+
 Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view submission) {
   const auto t_start = Clock::now();
   Draft d;
-  d.v.task_id = task.id;
-  d.v.backend = build::backend_name(options_.backend);
-  d.v.reward_scheme = reward::scheme_name(options_.reward.scheme);
-  d.v.config = options_.to_json();
+  d.v = new_verdict(task);
   const verify::Tolerance tol{task.rtol.value_or(options_.rtol), task.atol.value_or(options_.atol)};
-  d.v.config["task_rtol"] = tol.rtol;
-  d.v.config["task_atol"] = tol.atol;
-  d.v.trials = task.trials;
+  const double max_run_seconds = options_.max_run.count() / 1000.0;
 
   auto finalize = [&](Verdict& v) -> Verdict {
-    reward::RewardInputs in{v.compiled,
-                            v.verdict == VerdictClass::kOk || v.verdict == VerdictClass::kWrongAnswer,
-                            v.trials ? static_cast<double>(v.passed) / v.trials : 0.0, v.speedup};
-    if (v.verdict == VerdictClass::kIllegal) in = {};  // a hack earns nothing
-    if (v.scored()) v.reward = reward::compute_reward(in, options_.reward);
+    score(v);
     v.log = truncate_middle(sanitize_utf8(d.log), options_.max_log_bytes);
     v.seconds.total = since(t_start);
     return v;
@@ -243,7 +263,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   if (!inspected->result || inspected->result->value("status", "") != "ok") {
     run::RunnerOutcome o = std::move(inspected).value();
     o.phase = "candidate_inspect";  // any crash here happened in candidate code
-    return finalize(classify_candidate_failure(d, o, "inspect", options_.max_run.count() / 1000.0));
+    return finalize(classify_candidate_failure(d, o, "inspect", max_run_seconds));
   }
   const json& spec_json = (*inspected->result)["extensions"];
   std::vector<build::ExtensionSpec> specs;
@@ -317,11 +337,10 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   }
   cand.command("run");
   if (!cand.wait_for("outputs_ready")) {
-    ref.command("exit");
     ref.finish();
     auto o = cand.finish();
     d.v.seconds.run = since(t0);
-    return finalize(classify_candidate_failure(d, o, "run", options_.max_run.count() / 1000.0));
+    return finalize(classify_candidate_failure(d, o, "run", max_run_seconds));
   }
   d.v.seconds.run = since(t0);
 
@@ -329,8 +348,6 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   auto ref_out = verify::read_output_file(dir / "reference.bin");
   auto cand_out = verify::read_output_file(dir / "candidate.bin");
   if (!ref_out.ok() || !cand_out.ok()) {
-    ref.command("exit");
-    cand.command("exit");
     ref.finish();
     cand.finish();
     return finalize(
@@ -349,7 +366,6 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   auto ref_done = ref.finish();
   if (all_pass) {
     if (!ref_done.result || ref_done.result->value("status", "") != "ok") {
-      cand.command("exit");
       cand.finish();
       d.log += runner_log(ref_done);
       return finalize(d.fail(VerdictClass::kInfraError, "benchmark", "the reference benchmark failed"));
@@ -360,8 +376,8 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   auto cand_done = cand.finish();
   d.v.seconds.benchmark = since(t0);
   if (!cand_done.result || cand_done.result->value("status", "") != "ok")
-    return finalize(classify_candidate_failure(d, cand_done, all_pass ? "benchmark" : "run",
-                                               options_.max_run.count() / 1000.0));
+    return finalize(
+        classify_candidate_failure(d, cand_done, all_pass ? "benchmark" : "run", max_run_seconds));
 
   // 8. Legality, dynamic part: which aten ops did forward dispatch?
   std::map<std::string, int> ops;

@@ -65,10 +65,18 @@ class Evaluator {
   // Evaluates one submission (a Python file's text or a raw model response).
   Verdict evaluate(const task::TaskSpec& task, std::string_view submission);
 
+  // The format_error verdict for a submission that could not even be read (missing,
+  // oversized file), scored like any other format error.
+  Verdict reject_submission(const task::TaskSpec& task, const std::string& message) const;
+
   const EvalOptions& options() const { return options_; }
 
  private:
   Verdict evaluate_once(const task::TaskSpec& task, std::string_view submission);
+  // A verdict with the task, backend and resolved settings filled in, nothing decided.
+  Verdict new_verdict(const task::TaskSpec& task) const;
+  // Fills the reward from the verdict's facts (none for infra_error).
+  void score(Verdict& v) const;
   Result<build::Toolchain> toolchain();
   uint64_t next_seed();
 

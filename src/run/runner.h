@@ -50,7 +50,8 @@ class RunnerSession {
   bool wait_for(const std::string& line);
   // Sends one word of the dialogue ("run", "bench", "exit").
   void command(const std::string& word);
-  // Waits for the runner to exit and collects the outcome.
+  // Closes the runner's stdin (which it reads as "exit" at any gate), waits for it to
+  // exit and collects the outcome.
   RunnerOutcome finish();
 
  private:
