@@ -7,6 +7,8 @@ import itertools
 import sys
 import types
 
+from .lean_module import load_lean_extension
+
 _counter = itertools.count()
 
 
@@ -117,7 +119,7 @@ def recording_load_inline(specs):
 @contextlib.contextmanager
 def prebuilt_load_inline(built):
     """Within the block, the i-th load_inline call returns the i-th prebuilt module.
-    `built` is a list of {"name": ..., "path": ...} from the C++ build stage."""
+    `built` is a list of {"name": ..., "path": ..., ["lean_shim": ...]} from the C++ build stage."""
     import torch.utils.cpp_extension as cpp_extension
     queue = list(built)
     loaded = {}
@@ -133,9 +135,12 @@ def prebuilt_load_inline(built):
         if entry["name"] != spec["name"]:
             raise CandidateError("runtime_error", "load_inline calls changed order between inspection "
                                  "and run ('%s' vs '%s')" % (entry["name"], spec["name"]))
-        module_spec = importlib.util.spec_from_file_location(entry["name"], entry["path"])
-        module = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(module)
+        if entry.get("lean_shim"):
+            module = load_lean_extension(entry, spec)
+        else:
+            module_spec = importlib.util.spec_from_file_location(entry["name"], entry["path"])
+            module = importlib.util.module_from_spec(module_spec)
+            module_spec.loader.exec_module(module)
         loaded[spec["name"]] = module
         return module
 

@@ -1,62 +1,58 @@
-// The build stage: compiles the extensions a candidate passes to load_inline, with the
-// same generated sources and flags as torch.utils.cpp_extension.load_inline, in an
-// isolated directory, under a deadline, with a content-addressed cache.
+// The build stage: compiles the extensions a candidate passes to load_inline, in an
+// isolated directory, under a deadline, with a content-addressed cache. Each extension
+// takes the lean path (lean_build.h: ~1-3 s) when it can and the full path (full_build.h:
+// exactly load_inline's build, ~30-60 s) otherwise; both give a library the runner loads as
+// the module load_inline would have returned.
 //
 // Thread-safety: build_extensions() may run concurrently, also from several processes
-// sharing one cache directory: a per-key file lock makes concurrent requests for the
-// same key build once, and entries appear by atomic rename.
+// sharing one cache directory (see build_cache.h).
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "build/compile_steps.h"
+#include "build/extension_spec.h"
+#include "build/lean_build.h"
 #include "build/toolchain.h"
 #include "core/status.h"
 
 namespace musacoder::build {
 
+enum class BuildPath { kAuto, kLean, kFull };
+const char* build_path_name(BuildPath p);
+Result<BuildPath> parse_build_path(const std::string& name);
+
 struct BuildOptions {
   Backend backend = Backend::kCpu;
   std::chrono::milliseconds max_build_time{60000};  // --max-build-seconds, for all extensions together
   std::filesystem::path cache_dir;                  // empty: no cache
+  std::uint64_t cache_max_bytes = std::uint64_t{20} << 30;  // --cache-max-bytes (0: unbounded)
   std::size_t max_log_bytes = 64 << 10;             // compiler output kept per build
+  // --build-path: auto = lean where it compiles, else full; lean = lean only (a source the
+  // lean headers cannot compile is a compile error; for testing); full = load_inline's build.
+  BuildPath path = BuildPath::kAuto;
+  const LeanShim* lean_shim = nullptr;  // the prepared shim; null: no lean path (owned by the caller)
 };
-
-// One load_inline call, as recorded by the runner's inspect mode.
-struct ExtensionSpec {
-  std::string name;
-  std::vector<std::string> cpp_sources, cuda_sources;
-  bool has_functions = false;
-  std::vector<std::pair<std::string, std::string>> functions;  // name -> docstring
-  std::vector<std::string> extra_cflags, extra_cuda_cflags, extra_ldflags, extra_include_paths;
-  int with_cuda = -1;  // -1: decide from cuda_sources (load_inline's None)
-  bool with_pytorch_error_handling = true;
-  bool no_implicit_headers = false;
-};
-
-Result<ExtensionSpec> extension_spec_from_json(const nlohmann::json& j);
 
 struct BuiltExtension {
   std::string name;
-  std::filesystem::path library;  // the .so to import
+  std::filesystem::path library;  // the .so to import (in the job's directory)
+  bool lean = false;              // built by the lean path (load it through the shim)
 };
-
-enum class BuildOutcome { kOk, kCompileError, kTimeout, kInfraError };
 
 struct BuildReport {
   BuildOutcome outcome = BuildOutcome::kOk;
   std::vector<BuiltExtension> extensions;
   std::string log;         // compiler output (truncated), or the reason for kInfraError
   bool cache_hit = false;  // every extension came from the cache
+  std::string path;        // "lean", "full" or "mixed" (which path built the extensions)
+  std::string lean_note;   // why the lean path was not taken, when it was not
   double seconds = 0.0;
 };
-
-// The generated main.cpp / cuda.cu texts, exactly as load_inline writes them.
-std::string generated_cpp_source(const ExtensionSpec& spec);
-std::string generated_cuda_source(const ExtensionSpec& spec);
 
 // Compiles every spec into `work_dir`. Never fails with a Status: the outcome says whose
 // fault a failure is (a missing compiler is kInfraError, a bad source kCompileError).

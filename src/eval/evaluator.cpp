@@ -1,6 +1,8 @@
 #include "eval/evaluator.h"
 
+#include <cstdio>
 #include <random>
+#include <thread>
 
 #include "candidate/extract.h"
 #include "core/files.h"
@@ -93,6 +95,9 @@ json EvalOptions::to_json() const {
           {"max_run_seconds", max_run.count() / 1000.0},
           {"gpu_index", gpu_index},
           {"run_slots", run_slots},
+          {"build_path", build::build_path_name(build_path)},
+          {"build_workers", build_workers},
+          {"cache_max_bytes", cache_max_bytes},
           {"flush_l2", flush_l2},
           {"reward_scheme", reward::scheme_name(reward.scheme)},
           {"reward_speedup_cap", reward.speedup_cap},
@@ -102,7 +107,10 @@ json EvalOptions::to_json() const {
 
 Evaluator::Evaluator(EvalOptions options)
     : options_(std::move(options)),
-      run_slots_(std::make_unique<std::counting_semaphore<>>(std::max(1, options_.run_slots))) {
+      run_slots_(std::make_unique<std::counting_semaphore<>>(std::max(1, options_.run_slots))),
+      build_slots_(std::make_unique<std::counting_semaphore<>>(
+          options_.build_workers > 0 ? options_.build_workers
+                                     : std::max(1, static_cast<int>(std::thread::hardware_concurrency())))) {
   seed_state_ =
       options_.seed ? *options_.seed : std::random_device{}() ^ (uint64_t{std::random_device{}()} << 32);
 }
@@ -134,6 +142,38 @@ Result<build::Toolchain> Evaluator::toolchain() {
   return *toolchain_;
 }
 
+const build::LeanShim* Evaluator::lean_shim(const build::Toolchain& toolchain) {
+  std::lock_guard<std::mutex> lock(lean_mu_);
+  if (lean_prepared_) return lean_shim_ ? &*lean_shim_ : nullptr;
+  lean_prepared_ = true;
+  if (options_.build_path == build::BuildPath::kFull) return nullptr;
+  auto dir = build::locate_lean_dir(options_.lean_dir);
+  if (!dir.ok()) {
+    lean_note_ = dir.status().message();
+    return nullptr;
+  }
+  const build::BuildCache cache(options_.cache_dir, options_.cache_max_bytes);
+  if (!cache.enabled()) {
+    auto scratch = TempDir::create("mooreeval-lean-", options_.work_root);
+    if (!scratch.ok()) {
+      lean_note_ = scratch.status().message();
+      return nullptr;
+    }
+    lean_scratch_.emplace(std::move(scratch).value());
+  }
+  // Once per toolchain and cache: a full torch/extension.h compile, not charged to a candidate.
+  auto shim = build::prepare_lean_shim(toolchain, options_.backend, *dir, cache,
+                                       cache.enabled() ? cache.dir() : lean_scratch_->path(),
+                                       std::max(options_.max_build, std::chrono::milliseconds(600000)));
+  if (!shim.ok()) {
+    lean_note_ = shim.status().message();
+    std::fprintf(stderr, "mooreeval: lean build path unavailable, using full builds: %s\n", lean_note_.c_str());
+    return nullptr;
+  }
+  lean_shim_ = std::move(shim).value();
+  return &*lean_shim_;
+}
+
 Status Evaluator::prepare() {
   if (options_.backend == build::Backend::kMusa) {
     // The MUSA toolchain is mcc from the MUSA SDK, with torch_musa on the Python side.
@@ -153,6 +193,9 @@ Status Evaluator::prepare() {
       return failed_precondition("CUDA toolkit not found: torch.utils.cpp_extension sees no nvcc");
     if (!t->cuda_available) return failed_precondition("the cuda backend needs a GPU, but torch sees none");
   }
+  lean_shim(*t);  // build it now rather than during the first candidate
+  if (options_.build_path == build::BuildPath::kLean && !lean_shim(*t))
+    return failed_precondition("--build-path lean, but the lean path is unavailable: " + lean_note_);
   return {};
 }
 
@@ -280,11 +323,29 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
     return finalize(d.fail(VerdictClass::kIllegal, "legality", legality::describe(d.v.legality)));
 
   // 4. Build.
-  build::BuildOptions bopts{options_.backend, options_.max_build, options_.cache_dir, options_.max_log_bytes};
-  auto built = build::build_extensions(specs, *toolchain, bopts, dir);
+  build::BuildOptions bopts;
+  bopts.backend = options_.backend;
+  bopts.max_build_time = options_.max_build;
+  bopts.cache_dir = options_.cache_dir;
+  bopts.cache_max_bytes = options_.cache_max_bytes;
+  bopts.max_log_bytes = options_.max_log_bytes;
+  bopts.path = options_.build_path;
+  bopts.lean_shim = lean_shim(*toolchain);
+  const build::LeanShim* shim = bopts.lean_shim;
+  build::BuildReport built;
+  {
+    // A build slot bounds concurrent compiles to the cores, whatever the number of workers.
+    build_slots_->acquire();
+    struct BuildSlotRelease {
+      std::counting_semaphore<>& s;
+      ~BuildSlotRelease() { s.release(); }
+    } build_release{*build_slots_};
+    built = build::build_extensions(specs, *toolchain, bopts, dir);
+  }
   d.v.seconds.build = built.seconds;
   d.v.cache_hit = built.cache_hit;
-  d.log += built.log;
+  d.v.build_path = built.path;
+  d.log += built.lean_note + built.log;
   switch (built.outcome) {
     case build::BuildOutcome::kOk:
       break;
@@ -321,8 +382,11 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   cand_job["poison_bytes"] = options_.poison_bytes;
   cand_job["poison_host"] = true;
   cand_job["extensions"] = json::array();
-  for (const auto& e : built.extensions)
-    cand_job["extensions"].push_back({{"name", e.name}, {"path", e.library.string()}});
+  for (const auto& e : built.extensions) {
+    json entry = {{"name", e.name}, {"path", e.library.string()}};
+    if (e.lean && shim) entry["lean_shim"] = shim->library.string();
+    cand_job["extensions"].push_back(entry);
+  }
   auto cand_session =
       run::RunnerSession::start(options_.runner, {"candidate", cand_job, dir, options_.max_run, {}});
   if (!cand_session.ok())

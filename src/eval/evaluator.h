@@ -19,6 +19,7 @@
 
 #include "build/extension_build.h"
 #include "build/toolchain.h"
+#include "core/files.h"
 #include "eval/verdict.h"
 #include "legality/legality.h"
 #include "reward/reward.h"
@@ -46,6 +47,10 @@ struct EvalOptions {
   std::size_t max_log_bytes = 16 << 10;               // log kept in the verdict
   std::filesystem::path work_root;                    // temp dirs (default: system temp)
   std::filesystem::path cache_dir;                    // build cache (empty: none)
+  std::uint64_t cache_max_bytes = std::uint64_t{20} << 30;  // --cache-max-gb: LRU eviction above (0: unbounded)
+  build::BuildPath build_path = build::BuildPath::kAuto;   // --build-path auto|lean|full
+  std::string lean_dir;                               // --lean-dir (default: $MOOREEVAL_LEAN_DIR or the source tree)
+  int build_workers = 0;                              // --build-workers: builds at once (0: one per core)
   bool keep_work_dirs = false;                        // for debugging
   reward::RewardOptions reward;
   legality::LegalityOptions legality;
@@ -78,6 +83,9 @@ class Evaluator {
   // Fills the reward from the verdict's facts (none for infra_error).
   void score(Verdict& v) const;
   Result<build::Toolchain> toolchain();
+  // The lean shim for this backend, prepared on first use; null when the lean path is off
+  // or unavailable (lean_note_ says why; builds then take the full path).
+  const build::LeanShim* lean_shim(const build::Toolchain& toolchain);
   uint64_t next_seed();
 
   EvalOptions options_;
@@ -85,6 +93,12 @@ class Evaluator {
   std::optional<build::Toolchain> toolchain_;
   uint64_t seed_state_ = 0;
   std::unique_ptr<std::counting_semaphore<>> run_slots_;
+  std::unique_ptr<std::counting_semaphore<>> build_slots_;
+  std::mutex lean_mu_;  // guards the lean_* members (held while the shim builds)
+  bool lean_prepared_ = false;
+  std::optional<build::LeanShim> lean_shim_;
+  std::string lean_note_;
+  std::optional<TempDir> lean_scratch_;  // where the shim is built when there is no cache
 };
 
 }  // namespace musacoder::eval

@@ -76,6 +76,7 @@ json to_json(const Verdict& v) {
         {"benchmark", v.seconds.benchmark},
         {"total", v.seconds.total}}},
       {"cache_hit", v.cache_hit},
+      {"build_path", v.build_path.empty() ? json(nullptr) : json(v.build_path)},
       {"attempts", v.attempts},
       {"legality", legality},
       {"candidate_sha256", v.candidate_sha256},

@@ -49,6 +49,7 @@ struct Verdict {
   std::string reward_scheme;
   StageSeconds seconds;
   bool cache_hit = false;
+  std::string build_path;  // "lean", "full", "mixed"; "" when nothing was built
   int attempts = 1;  // > 1 when infrastructure failures were retried
   std::vector<legality::Finding> legality;
   std::string candidate_sha256;

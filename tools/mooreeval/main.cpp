@@ -19,7 +19,8 @@ namespace fs = std::filesystem;
 
 struct CommonFlags {
   std::string backend = "cpu", reward_scheme = "lesson", python = "python3", runner_dir, cache_dir, work_dir;
-  double max_build_seconds = 60, max_run_seconds = 30;
+  std::string build_path = "auto";
+  double max_build_seconds = 60, max_run_seconds = 30, cache_max_gb = 20;
   uint64_t seed = 0;
   bool no_cache = false, no_op_check = false;
 };
@@ -57,6 +58,13 @@ void add_common(CLI::App* app, CommonFlags& f, EvalOptions& o) {
   app->add_option("--runner-dir", f.runner_dir, "directory holding mooreeval_runner/ (default: source tree)");
   app->add_option("--cache-dir", f.cache_dir, "build cache (default: ~/.cache/mooreeval/builds)");
   app->add_flag("--no-cache", f.no_cache, "do not use the build cache");
+  app->add_option("--cache-max-gb", f.cache_max_gb, "evict least recently used builds above this size (0: never)")
+      ->capture_default_str();
+  app->add_option("--build-path", f.build_path,
+                  "auto (lean headers where they compile, else load_inline's build) | lean | full")
+      ->capture_default_str();
+  app->add_option("--build-workers", o.build_workers, "concurrent builds (0: one per core)")->capture_default_str();
+  app->add_option("--lean-dir", o.lean_dir, "lean build sources (default: source tree's src/build/lean)");
   app->add_option("--work-dir", f.work_dir, "parent of per-job temp dirs");
   app->add_flag("--keep-work-dirs", o.keep_work_dirs, "keep per-job dirs for debugging");
   app->add_flag("--no-runtime-op-check", f.no_op_check, "skip the dispatched-ops legality check");
@@ -70,6 +78,12 @@ std::string resolve(const CommonFlags& f, CLI::App* app, EvalOptions& o) {
   auto scheme = musacoder::reward::parse_scheme(f.reward_scheme);
   if (!scheme.ok()) return scheme.status().message();
   o.reward.scheme = *scheme;
+  auto build_path = musacoder::build::parse_build_path(f.build_path);
+  if (!build_path.ok()) return build_path.status().message();
+  o.build_path = *build_path;
+  if (!(f.cache_max_gb >= 0)) return "--cache-max-gb must be >= 0";
+  o.cache_max_bytes = static_cast<uint64_t>(f.cache_max_gb * double(1ull << 30));
+  if (o.build_workers < 0) return "--build-workers must be >= 0";
   if (!(o.rtol >= 0 && o.rtol < 1) || !(o.atol >= 0 && o.atol < 1)) return "tolerances must be in [0, 1)";
   o.max_build = std::chrono::milliseconds(static_cast<long>(f.max_build_seconds * 1000));
   o.max_run = std::chrono::milliseconds(static_cast<long>(f.max_run_seconds * 1000));

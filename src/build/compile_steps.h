@@ -1,0 +1,25 @@
+// Running the compiler processes of one extension build: independent compile steps at
+// once, then the link, all under one deadline.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace musacoder::build {
+
+enum class BuildOutcome { kOk, kCompileError, kTimeout, kInfraError };
+
+struct CompileStep {
+  std::vector<std::string> argv;  // argv[0] is looked up in PATH
+};
+
+// Runs `compiles` concurrently in `cwd`, then `link` if they all succeeded. Appends each
+// command line and its output to `log`. A compiler killed by a signal or missing is
+// kInfraError (not the candidate's fault); a non-zero exit is kCompileError.
+BuildOutcome run_compile_steps(const std::vector<CompileStep>& compiles, const CompileStep& link,
+                               const std::filesystem::path& cwd, std::chrono::steady_clock::time_point deadline,
+                               std::string& log);
+
+}  // namespace musacoder::build
