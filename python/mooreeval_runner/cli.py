@@ -17,6 +17,9 @@ def _write_result(path, result):
 
 
 def main(argv):
+    if argv and argv[0] == "zygote":
+        from .zygote import serve
+        return serve(argv[1])
     parser = argparse.ArgumentParser(prog="mooreeval_runner")
     parser.add_argument("mode", choices=["probe", "inspect", "reference", "candidate"])
     parser.add_argument("--job", required=True, help="job description (JSON file)")

@@ -97,6 +97,7 @@ json EvalOptions::to_json() const {
           {"run_slots", run_slots},
           {"build_path", build::build_path_name(build_path)},
           {"build_workers", build_workers},
+          {"warm_runners", warm_runners},
           {"cache_max_bytes", cache_max_bytes},
           {"flush_l2", flush_l2},
           {"reward_scheme", reward::scheme_name(reward.scheme)},
@@ -174,6 +175,29 @@ const build::LeanShim* Evaluator::lean_shim(const build::Toolchain& toolchain) {
   return &*lean_shim_;
 }
 
+run::RunnerOptions Evaluator::runner_options() {
+  run::RunnerOptions r = options_.runner;
+  if (!options_.warm_runners) return r;
+  std::lock_guard<std::mutex> lock(warm_mu_);
+  if (warm_ && !warm_->healthy()) {
+    std::fprintf(stderr, "mooreeval: the warm runner died; restarting it\n");
+    warm_.reset();
+  }
+  // A few restarts at most: a zygote that keeps dying means cold starts from then on.
+  if (!warm_ && warm_starts_ < 3) {
+    ++warm_starts_;
+    auto warm = run::WarmRunner::start(options_.runner, options_.work_root, std::chrono::seconds(120));
+    if (warm.ok()) {
+      warm_ = std::move(warm).value();
+    } else {
+      warm_note_ = warm.status().message();
+      std::fprintf(stderr, "mooreeval: warm runner unavailable, starting runners cold: %s\n", warm_note_.c_str());
+    }
+  }
+  r.warm = warm_;
+  return r;
+}
+
 Status Evaluator::prepare() {
   if (options_.backend == build::Backend::kMusa) {
     // The MUSA toolchain is mcc from the MUSA SDK, with torch_musa on the Python side.
@@ -193,7 +217,8 @@ Status Evaluator::prepare() {
       return failed_precondition("CUDA toolkit not found: torch.utils.cpp_extension sees no nvcc");
     if (!t->cuda_available) return failed_precondition("the cuda backend needs a GPU, but torch sees none");
   }
-  lean_shim(*t);  // build it now rather than during the first candidate
+  lean_shim(*t);     // build it now rather than during the first candidate
+  runner_options();  // and start the warm runner
   if (options_.build_path == build::BuildPath::kLean && !lean_shim(*t))
     return failed_precondition("--build-path lean, but the lean path is unavailable: " + lean_note_);
   return {};
@@ -291,7 +316,8 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   json ref_job = common;
   ref_job["outputs_path"] = (dir / "reference.bin").string();
   const auto ref_deadline = options_.max_build + 3 * options_.max_run + std::chrono::milliseconds(60000);
-  auto reference = run::RunnerSession::start(options_.runner, {"reference", ref_job, dir, ref_deadline, {}});
+  const run::RunnerOptions runner = runner_options();
+  auto reference = run::RunnerSession::start(runner, {"reference", ref_job, dir, ref_deadline, {}});
   if (!reference.ok())
     return finalize(d.fail(VerdictClass::kInfraError, "run", reference.status().message()));
 
@@ -299,7 +325,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   t0 = Clock::now();
   json inspect_job = {{"candidate_path", candidate_path.string()}, {"task_path", task.path.string()}};
   auto inspected = run::run_runner(
-      options_.runner, {"inspect", inspect_job, dir, options_.max_run, {{"CUDA_VISIBLE_DEVICES", ""}}});
+      runner, {"inspect", inspect_job, dir, options_.max_run, {{"CUDA_VISIBLE_DEVICES", ""}}});
   d.v.seconds.inspect = since(t0);
   if (!inspected.ok())
     return finalize(d.fail(VerdictClass::kInfraError, "inspect", inspected.status().message()));
@@ -388,7 +414,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
     cand_job["extensions"].push_back(entry);
   }
   auto cand_session =
-      run::RunnerSession::start(options_.runner, {"candidate", cand_job, dir, options_.max_run, {}});
+      run::RunnerSession::start(runner, {"candidate", cand_job, dir, options_.max_run, {}});
   if (!cand_session.ok())
     return finalize(d.fail(VerdictClass::kInfraError, "run", cand_session.status().message()));
   run::RunnerSession& cand = **cand_session;

@@ -51,6 +51,7 @@ struct EvalOptions {
   build::BuildPath build_path = build::BuildPath::kAuto;   // --build-path auto|lean|full
   std::string lean_dir;                               // --lean-dir (default: $MOOREEVAL_LEAN_DIR or the source tree)
   int build_workers = 0;                              // --build-workers: builds at once (0: one per core)
+  bool warm_runners = true;                           // --no-warm-runners: fork jobs from a process that imported torch
   bool keep_work_dirs = false;                        // for debugging
   reward::RewardOptions reward;
   legality::LegalityOptions legality;
@@ -86,6 +87,9 @@ class Evaluator {
   // The lean shim for this backend, prepared on first use; null when the lean path is off
   // or unavailable (lean_note_ says why; builds then take the full path).
   const build::LeanShim* lean_shim(const build::Toolchain& toolchain);
+  // The runner options for one job: with the warm runner when it is on and healthy (it is
+  // (re)started here), else cold interpreter starts.
+  run::RunnerOptions runner_options();
   uint64_t next_seed();
 
   EvalOptions options_;
@@ -99,6 +103,10 @@ class Evaluator {
   std::optional<build::LeanShim> lean_shim_;
   std::string lean_note_;
   std::optional<TempDir> lean_scratch_;  // where the shim is built when there is no cache
+  std::mutex warm_mu_;  // guards warm_*
+  std::shared_ptr<const run::WarmRunner> warm_;
+  int warm_starts_ = 0;
+  std::string warm_note_;
 };
 
 }  // namespace musacoder::eval

@@ -18,9 +18,17 @@ namespace {
 ProcessOptions process_options(const RunnerOptions& options, const RunnerCall& call, const fs::path& job_path,
                                const fs::path& result_path, const fs::path& phase_path) {
   ProcessOptions p;
-  p.argv = {options.python,    "-m",       "mooreeval_runner",   call.mode,      "--job",
-            job_path.string(), "--result", result_path.string(), "--phase-file", phase_path.string()};
+  const std::vector<std::string> args = {call.mode,          "--job",        job_path.string(), "--result",
+                                         result_path.string(), "--phase-file", phase_path.string()};
   p.env_set = options.extra_env;
+  if (options.warm && call.mode != "probe") {
+    // The client hands the job to the zygote; the job's per-call environment travels along.
+    p.argv = {options.python, "-m", "mooreeval_runner.warm_client", options.warm->socket_path().string()};
+    p.env_set["MOOREEVAL_WARM_ENV"] = json(call.env).dump();
+  } else {
+    p.argv = {options.python, "-m", "mooreeval_runner"};
+  }
+  p.argv.insert(p.argv.end(), args.begin(), args.end());
   std::string pythonpath = options.runner_dir.string();
   if (const char* existing = std::getenv("PYTHONPATH"); existing && *existing)
     pythonpath += ":" + std::string(existing);

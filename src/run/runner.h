@@ -16,6 +16,7 @@
 
 #include "core/status.h"
 #include "core/subprocess.h"
+#include "run/warm_runner.h"
 
 namespace musacoder::run {
 
@@ -24,6 +25,9 @@ struct RunnerOptions {
   std::filesystem::path runner_dir;              // directory that holds mooreeval_runner/
   std::map<std::string, std::string> extra_env;  // added to every runner's environment
   std::size_t max_log_bytes = 256 << 10;         // per stream captured from the runner
+  // When set, inspect/reference/candidate jobs are forked by this warm runner instead of
+  // starting a fresh interpreter (see warm_runner.h); probe always starts fresh.
+  std::shared_ptr<const class WarmRunner> warm;
 };
 
 struct RunnerCall {

@@ -22,7 +22,7 @@ struct CommonFlags {
   std::string build_path = "auto";
   double max_build_seconds = 60, max_run_seconds = 30, cache_max_gb = 20;
   uint64_t seed = 0;
-  bool no_cache = false, no_op_check = false;
+  bool no_cache = false, no_op_check = false, no_warm = false;
 };
 
 void add_common(CLI::App* app, CommonFlags& f, EvalOptions& o) {
@@ -64,6 +64,7 @@ void add_common(CLI::App* app, CommonFlags& f, EvalOptions& o) {
                   "auto (lean headers where they compile, else load_inline's build) | lean | full")
       ->capture_default_str();
   app->add_option("--build-workers", o.build_workers, "concurrent builds (0: one per core)")->capture_default_str();
+  app->add_flag("--no-warm-runners", f.no_warm, "start a fresh interpreter per runner job (no zygote)");
   app->add_option("--lean-dir", o.lean_dir, "lean build sources (default: source tree's src/build/lean)");
   app->add_option("--work-dir", f.work_dir, "parent of per-job temp dirs");
   app->add_flag("--keep-work-dirs", o.keep_work_dirs, "keep per-job dirs for debugging");
@@ -84,6 +85,7 @@ std::string resolve(const CommonFlags& f, CLI::App* app, EvalOptions& o) {
   if (!(f.cache_max_gb >= 0)) return "--cache-max-gb must be >= 0";
   o.cache_max_bytes = static_cast<uint64_t>(f.cache_max_gb * double(1ull << 30));
   if (o.build_workers < 0) return "--build-workers must be >= 0";
+  o.warm_runners = !f.no_warm;
   if (!(o.rtol >= 0 && o.rtol < 1) || !(o.atol >= 0 && o.atol < 1)) return "tolerances must be in [0, 1)";
   o.max_build = std::chrono::milliseconds(static_cast<long>(f.max_build_seconds * 1000));
   o.max_run = std::chrono::milliseconds(static_cast<long>(f.max_run_seconds * 1000));

@@ -200,6 +200,10 @@ void mc_lean_not_implemented(const char* func, const char* file, uint32_t line, 
   throw c10::NotImplementedError(c10::SourceLocation{func, file, line}, std::string(msg));
 }
 const char* mc_lean_scalar_type_name(int8_t dtype) { return c10::toString(static_cast<c10::ScalarType>(dtype)); }
+const char* mc_lean_type_meta_name(int8_t dtype) {
+  // TypeMeta names are static strings (the C++ type's name), so the pointer stays valid.
+  return c10::scalarTypeToTypeMeta(static_cast<c10::ScalarType>(dtype)).name().data();
+}
 
 #if defined(MOOREEVAL_LEAN_CUDA)
 void* mc_lean_cuda_current_stream(int8_t d) { return c10::cuda::getCurrentCUDAStream(d).stream(); }

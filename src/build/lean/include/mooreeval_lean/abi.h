@@ -86,7 +86,8 @@ mc_lean_impl mc_lean_ones_like(mc_lean_impl t, const mc_lean_options* o);
                                                  const char* cond, const char* msg);
 // TORCH_CHECK_NOT_IMPLEMENTED (the AT_DISPATCH_* default case): throws c10::NotImplementedError.
 [[noreturn]] void mc_lean_not_implemented(const char* func, const char* file, uint32_t line, const char* msg);
-const char* mc_lean_scalar_type_name(int8_t dtype);
+const char* mc_lean_scalar_type_name(int8_t dtype);  // c10::toString: "Float"
+const char* mc_lean_type_meta_name(int8_t dtype);    // caffe2::TypeMeta::name(): "float"
 
 // CUDA (defined only in a shim built for the cuda backend).
 void* mc_lean_cuda_current_stream(int8_t device_index);  // cudaStream_t

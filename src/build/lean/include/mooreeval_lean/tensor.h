@@ -65,7 +65,7 @@ class TypeMeta {
   explicit TypeMeta(c10::ScalarType s) : s_(s) {}
   c10::ScalarType toScalarType() const { return s_; }
   std::size_t itemsize() const;
-  const char* name() const { return c10::toString(s_); }
+  const char* name() const { return mc_lean_type_meta_name(static_cast<int8_t>(s_)); }
   friend bool operator==(TypeMeta a, TypeMeta b) { return a.s_ == b.s_; }
   friend bool operator!=(TypeMeta a, TypeMeta b) { return a.s_ != b.s_; }
   friend bool operator==(TypeMeta a, c10::ScalarType b) { return a.s_ == b; }
@@ -110,6 +110,23 @@ class ArrayRef {
   std::size_t size_ = 0;
 };
 using IntArrayRef = ArrayRef<int64_t>;
+template <typename T> bool operator==(ArrayRef<T> a, ArrayRef<T> b) { return a.equals(b); }
+template <typename T> bool operator!=(ArrayRef<T> a, ArrayRef<T> b) { return !a.equals(b); }
+template <typename T> bool operator==(ArrayRef<T> a, const std::vector<T>& b) { return a.equals(b); }
+template <typename T> bool operator!=(ArrayRef<T> a, const std::vector<T>& b) { return !a.equals(b); }
+template <typename T> bool operator==(const std::vector<T>& a, ArrayRef<T> b) { return b.equals(a); }
+template <typename T> bool operator!=(const std::vector<T>& a, ArrayRef<T> b) { return !b.equals(a); }
+// c10's format: [2, 3, 4]
+template <typename T> std::ostream& operator<<(std::ostream& os, ArrayRef<T> a) {
+  os << "[";
+  for (std::size_t i = 0; i < a.size(); ++i) os << (i ? ", " : "") << a[i];
+  return os << "]";
+}
+inline std::ostream& operator<<(std::ostream& os, const Device& d) {
+  os << (d.is_cuda() ? "cuda" : "cpu");
+  if (d.has_index()) os << ":" << static_cast<int>(d.index());
+  return os;
+}
 
 class TensorOptions {
  public:
