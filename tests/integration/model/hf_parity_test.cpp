@@ -97,10 +97,15 @@ TEST_P(HfParity, LogitsMatchTransformers) {
 }
 
 TEST_P(HfParity, KvCacheDecodeEqualsFullForward) {
+  if (GetParam().ends_with("dynamic")) {
+    GTEST_SKIP() << "dynamic NTK RoPE re-scales with the current length while cached keys keep the rotation "
+                    "they were stored with (transformers' cache behaves the same), so decode != full forward";
+  }
   auto model = load_pretrained(case_dir());
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   torch::NoGradGuard no_grad;
-  const auto& [ids, logits] = reference().back();  // the longest: a batch of two rows
+  auto ref = reference();
+  const auto& [ids, logits] = ref.back();  // the longest: a batch of two rows
   const int64_t T = ids.size(1), prefill = T / 3;
   KVCache cache = (*model)->new_cache(ids.size(0), T);
   std::vector<torch::Tensor> steps;
@@ -117,6 +122,11 @@ TEST_P(HfParity, KvCacheDecodeEqualsFullForward) {
 }
 
 TEST_P(HfParity, PackedSequencesEqualSeparateForwards) {
+  if (GetParam().ends_with("dynamic")) {
+    GTEST_SKIP()
+        << "dynamic NTK RoPE depends on the longest position in the call (in transformers too), so a "
+           "packed row is not equivalent to separate calls";
+  }
   auto model = load_pretrained(case_dir());
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   torch::NoGradGuard no_grad;
@@ -150,12 +160,15 @@ TEST_P(HfParity, SavedCheckpointReloadsInTransformers) {
   ModelOptions o;
   if (GetParam() == "qwen3") o.max_shard_bytes = 40000;  // forces shards + model.safetensors.index.json
   ASSERT_TRUE(save_pretrained(*model, saved, o).ok());
-  if (GetParam() == "qwen3") ASSERT_TRUE(std::filesystem::exists(saved / "model.safetensors.index.json"));
+  if (GetParam() == "qwen3") {
+    ASSERT_TRUE(std::filesystem::exists(saved / "model.safetensors.index.json"));
+  }
   // Our own reader loads it back to the same logits.
   auto again = load_pretrained(saved);
   ASSERT_TRUE(again.ok()) << again.status().to_string();
   torch::NoGradGuard no_grad;
-  const auto& [ids, logits] = reference().back();
+  auto ref = reference();
+  const auto& [ids, logits] = ref.back();
   EXPECT_EQ(max_abs((*again)->forward({ids}), (*model)->forward({ids})), 0.0);
   ProcessResult r = python({"check", "--case", case_dir().string(), "--saved", saved.string()});
   EXPECT_TRUE(r.succeeded()) << r.describe() << "\n" << r.stdout_text << r.stderr_text;

@@ -66,6 +66,10 @@ class TokenizerParity : public ::testing::TestWithParam<std::string> {
     EXPECT_TRUE(text.ok());
     return nlohmann::json::parse(*text);
   }
+  static fs::path tokenizer_path(const nlohmann::json& ref) {
+    fs::path p = ref["tokenizer"].get<std::string>();
+    return p.is_relative() ? Reference::dir / p : p;
+  }
   bool skip_if_missing() {
     for (const auto& m : Reference::missing) {
       if (m == GetParam()) return true;
@@ -83,7 +87,7 @@ TEST_P(TokenizerParity, IdsAndDecodeEqualTheTokenizersLibrary) {
   SKIP_IF_MISSING();
   nlohmann::json ref = reference();
   ASSERT_FALSE(ref.is_null());
-  auto tok = Tokenizer::load(ref["tokenizer"].get<std::string>());
+  auto tok = Tokenizer::load(tokenizer_path(ref));
   ASSERT_TRUE(tok.ok()) << tok.status().to_string();
   const auto& strings = ref["strings"];
   ASSERT_GE(strings.size(), 2000u);
@@ -120,7 +124,7 @@ TEST_P(TokenizerParity, ChatTemplateEqualsTransformers) {
   nlohmann::json ref = reference();
   ASSERT_FALSE(ref.is_null());
   if (ref["chats"].empty()) GTEST_SKIP() << "skipped: " << GetParam() << " ships no chat template";
-  auto tok = Tokenizer::load(ref["tokenizer"].get<std::string>());
+  auto tok = Tokenizer::load(tokenizer_path(ref));
   ASSERT_TRUE(tok.ok());
   auto format = detect_chat_format(*tok);
   ASSERT_TRUE(format.ok()) << format.status().to_string();

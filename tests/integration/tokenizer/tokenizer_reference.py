@@ -165,7 +165,8 @@ def main():
         strings = corpus(args.n, 1234, specials)
         encs = tok.encode_batch(strings, add_special_tokens=False)
         ids = [e.ids for e in encs]
-        result = {"tokenizer": path, "strings": strings, "ids": ids,
+        # The built file is named relative to --out: the test moves the directory into place after we exit.
+        result = {"tokenizer": os.path.relpath(path, args.out) if name == "built" else path, "strings": strings, "ids": ids,
                   "decoded": tok.decode_batch(ids, skip_special_tokens=False),
                   "decoded_skip": tok.decode_batch(ids, skip_special_tokens=True),
                   "chats": render_chats(path) if name != "built" else []}
