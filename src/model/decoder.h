@@ -1,0 +1,137 @@
+// Decoder: the Qwen2 / Qwen3 / Llama causal LM (RMSNorm, RoPE, grouped-query attention through
+// at::scaled_dot_product_attention, SwiGLU MLP), as a torch::nn::Module whose named_parameters() are
+// exactly the Hugging Face tensor names ("model.layers.0.self_attn.q_proj.weight", ..., "lm_head.weight"
+// unless embeddings are tied), so loading and saving are name-for-name.
+//
+// Two forwards:
+//  - forward(): full sequences for training and scoring; optional position ids and packed sequences
+//    (sequence_ids: tokens attend causally only to tokens of their own sequence).
+//  - forward_step(): incremental decoding with a KVCache (prefill with many tokens, then one at a time).
+// Thread-safety: like any torch module; concurrent forwards on one Decoder are safe only under
+// torch::NoGradGuard with distinct caches.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "model/config.h"
+#include "model/rope.h"
+
+namespace musacoder::model {
+
+class RMSNormImpl : public torch::nn::Module {
+ public:
+  RMSNormImpl(int64_t dim, double eps);
+  // x: (..., dim). Normalised in float32, cast back, then scaled (transformers' order).
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor weight;
+
+ private:
+  double eps_;
+};
+TORCH_MODULE(RMSNorm);
+
+// Per-layer keys and values, preallocated: k[l], v[l] are (B, num_key_value_heads, capacity, head_dim);
+// positions [0, length) are filled. All rows of the batch share one length (no ragged batches).
+struct KVCache {
+  std::vector<torch::Tensor> k, v;
+  int64_t length = 0;
+  int64_t capacity = 0;
+};
+
+// Inputs of the training forward. input_ids is required; the others are optional (undefined tensors).
+struct ForwardInput {
+  torch::Tensor input_ids;     // (B, T) int64
+  torch::Tensor position_ids;  // (B, T) int64; default: 0..T-1, or restarting at 0 per packed sequence
+  torch::Tensor sequence_ids;  // (B, T) int64; packed sequences: attention only within equal ids
+};
+
+class AttentionImpl : public torch::nn::Module {
+ public:
+  explicit AttentionImpl(const ModelConfig& c);
+  // x: (B, T, C); cos/sin: (B, T, D). mask: undefined (causal) or bool (B, 1, T, S) true = may attend.
+  // With a cache (k_cache/v_cache non-null), new keys/values are written at [offset, offset + T) and
+  // attention covers [0, offset + T).
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                        const torch::Tensor& mask, torch::Tensor* k_cache, torch::Tensor* v_cache,
+                        int64_t offset);
+  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  RMSNorm q_norm{nullptr}, k_norm{nullptr};  // Qwen3 only
+
+ private:
+  int64_t heads_, kv_heads_, head_dim_;
+};
+TORCH_MODULE(Attention);
+
+class MlpImpl : public torch::nn::Module {
+ public:
+  explicit MlpImpl(const ModelConfig& c);
+  torch::Tensor forward(const torch::Tensor& x);  // down(silu(gate(x)) * up(x))
+  torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+};
+TORCH_MODULE(Mlp);
+
+class DecoderLayerImpl : public torch::nn::Module {
+ public:
+  explicit DecoderLayerImpl(const ModelConfig& c);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                        const torch::Tensor& mask, torch::Tensor* k_cache, torch::Tensor* v_cache,
+                        int64_t offset);
+  Attention self_attn{nullptr};
+  Mlp mlp{nullptr};
+  RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+};
+TORCH_MODULE(DecoderLayer);
+
+// The "model." prefix of the HF names.
+class BackboneImpl : public torch::nn::Module {
+ public:
+  explicit BackboneImpl(const ModelConfig& c);
+  torch::nn::Embedding embed_tokens{nullptr};
+  torch::nn::ModuleList layers;
+  RMSNorm norm{nullptr};
+};
+TORCH_MODULE(Backbone);
+
+class DecoderImpl : public torch::nn::Module {
+ public:
+  // Parameters are allocated on CPU in float32 with torch's default init; load weights or move after.
+  explicit DecoderImpl(const ModelConfig& c);
+
+  const ModelConfig& config() const { return config_; }
+
+  // Logits (B, T, vocab) in the parameters' dtype. Requires input_ids (B, T) int64 on the model's device
+  // with ids < vocab_size (checked), and position_ids / sequence_ids, when given, of the same shape.
+  torch::Tensor forward(const ForwardInput& in);
+  // The final-normed hidden states (B, T, C), for losses that project in chunks.
+  torch::Tensor forward_hidden(const ForwardInput& in);
+
+  // A cache for `batch` rows and up to `capacity` positions, on the model's device and dtype.
+  KVCache new_cache(int64_t batch, int64_t capacity) const;
+  // Appends input_ids (B, T) at positions [cache.length, cache.length + T) and returns their logits
+  // (B, T, vocab). Requires cache.length + T <= cache.capacity and B equal to the cache's batch.
+  torch::Tensor forward_step(const torch::Tensor& input_ids, KVCache& cache);
+
+  // lm_head weight: the embedding matrix when tied.
+  torch::Tensor output_weight() const;
+
+  Backbone model{nullptr};
+  torch::nn::Linear lm_head{nullptr};  // null when tie_word_embeddings
+
+ private:
+  void check_ids(const torch::Tensor& ids) const;
+  torch::Tensor run_layers(torch::Tensor h, const torch::Tensor& position_ids, const torch::Tensor& mask,
+                           KVCache* cache);
+  ModelConfig config_;
+  RotaryEmbedding rope_;
+};
+TORCH_MODULE(Decoder);
+
+// Block-diagonal causal mask for packed sequences: (B, 1, T, T) bool, [b, 0, i, j] = j <= i and
+// sequence_ids[b, i] == sequence_ids[b, j].
+torch::Tensor packed_causal_mask(const torch::Tensor& sequence_ids);
+// Positions restarting at 0 wherever sequence_ids changes along T: (B, T) int64.
+torch::Tensor packed_position_ids(const torch::Tensor& sequence_ids);
+
+}  // namespace musacoder::model
