@@ -21,6 +21,7 @@ TEST_P(CpuSolution, ScoresOkWithRewardAtLeast06) {
   EXPECT_EQ(v.passed, v.trials);
   EXPECT_TRUE(v.speedup.has_value());
   EXPECT_TRUE(v.reference_time.has_value());
+  EXPECT_EQ(v.build_path, "lean") << "every bundled solution compiles against the lean headers\n" << v.log;
 }
 
 INSTANTIATE_TEST_SUITE_P(Bundled, CpuSolution, ::testing::ValuesIn(bundled_task_ids()),
