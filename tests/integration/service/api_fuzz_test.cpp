@@ -6,6 +6,7 @@
 
 #include <random>
 
+#include "core/files.h"
 #include "service/request.h"
 #include "support/service_env.h"
 
