@@ -18,7 +18,9 @@ void send_json(httplib::Response& res, int status, const json& body) {
   res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", "application/json");
 }
 
-void send_error(httplib::Response& res, const ApiError& e) { send_json(res, e.http_status, e.to_json()); }
+void send_error(httplib::Response& res, const ApiError& e) {
+  send_json(res, e.http_status, e.to_json());
+}
 
 void send_status(httplib::Response& res, const Status& st) {
   int http = 500;
@@ -62,7 +64,9 @@ const char* default_code(int status) {
 }  // namespace
 
 Result<std::pair<std::string, int>> parse_listen(const std::string& listen) {
-  auto bad = [&] { return invalid_argument("--listen '" + listen + "': expected HOST:PORT (e.g. 127.0.0.1:8080)"); };
+  auto bad = [&] {
+    return invalid_argument("--listen '" + listen + "': expected HOST:PORT (e.g. 127.0.0.1:8080)");
+  };
   std::string host, port;
   if (!listen.empty() && listen[0] == '[') {
     auto close = listen.find(']');
@@ -77,7 +81,8 @@ Result<std::pair<std::string, int>> parse_listen(const std::string& listen) {
   }
   int p = -1;
   auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
-  if (host.empty() || ec != std::errc() || ptr != port.data() + port.size() || p < 0 || p > 65535) return bad();
+  if (host.empty() || ec != std::errc() || ptr != port.data() + port.size() || p < 0 || p > 65535)
+    return bad();
   return std::make_pair(host, p);
 }
 
@@ -93,7 +98,9 @@ ApiServer::ApiServer(ApiOptions options, Service& service)
   routes();
 }
 
-ApiServer::~ApiServer() { stop(); }
+ApiServer::~ApiServer() {
+  stop();
+}
 
 Result<int> ApiServer::bind() {
   if (options_.port == 0) {
@@ -160,26 +167,28 @@ void ApiServer::routes() {
   http_->Get("/v1/tasks", wrap("/v1/tasks", [&svc](const httplib::Request&, httplib::Response& res) {
                json tasks = json::array();
                for (const auto& [id, t] : svc.catalog())
-                 tasks.push_back({{"id", id}, {"difficulty", t.difficulty}, {"trials", t.trials}, {"dtype", t.dtype}});
+                 tasks.push_back(
+                     {{"id", id}, {"difficulty", t.difficulty}, {"trials", t.trials}, {"dtype", t.dtype}});
                send_json(res, 200, {{"tasks", tasks}});
              }));
 
-  http_->Post("/v1/jobs", wrap("/v1/jobs", [&svc, &limits, known](const httplib::Request& req,
-                                                                   httplib::Response& res) {
-                auto body = parse_body(req.body, limits);
-                if (!body.ok()) return send_error(res, body.error);
-                auto job = parse_job(*body.value, limits, known);
-                if (!job.ok()) return send_error(res, job.error);
-                if (body.value->contains("deadline_seconds") || body.value->contains("cancel_on_deadline"))
-                  return send_error(res, {400, "invalid_request", "deadlines apply to POST /v1/evaluate only"});
-                auto ids = svc.submit({*job.value});
-                if (!ids.ok()) return send_status(res, ids.status());
-                res.set_header("Location", "/v1/jobs/" + ids->front());
-                send_json(res, 202, {{"job_id", ids->front()}, {"state", "queued"}});
-              }));
+  http_->Post(
+      "/v1/jobs",
+      wrap("/v1/jobs", [&svc, &limits, known](const httplib::Request& req, httplib::Response& res) {
+        auto body = parse_body(req.body, limits);
+        if (!body.ok()) return send_error(res, body.error);
+        auto job = parse_job(*body.value, limits, known);
+        if (!job.ok()) return send_error(res, job.error);
+        if (body.value->contains("deadline_seconds") || body.value->contains("cancel_on_deadline"))
+          return send_error(res, {400, "invalid_request", "deadlines apply to POST /v1/evaluate only"});
+        auto ids = svc.submit({*job.value});
+        if (!ids.ok()) return send_status(res, ids.status());
+        res.set_header("Location", "/v1/jobs/" + ids->front());
+        send_json(res, 202, {{"job_id", ids->front()}, {"state", "queued"}});
+      }));
 
   http_->Post("/v1/batches", wrap("/v1/batches", [&svc, &limits, known](const httplib::Request& req,
-                                                                         httplib::Response& res) {
+                                                                        httplib::Response& res) {
                 auto body = parse_body(req.body, limits);
                 if (!body.ok()) return send_error(res, body.error);
                 auto jobs = parse_batch(*body.value, limits, known);
@@ -189,41 +198,41 @@ void ApiServer::routes() {
                 send_json(res, 202, {{"job_ids", *ids}});
               }));
 
-  http_->Post("/v1/evaluate", wrap("/v1/evaluate", [&svc, &limits, known](const httplib::Request& req,
-                                                                           httplib::Response& res) {
-                auto body = parse_body(req.body, limits);
-                if (!body.ok()) return send_error(res, body.error);
-                auto ev = parse_evaluate(*body.value, limits, known);
-                if (!ev.ok()) return send_error(res, ev.error);
-                const auto deadline =
-                    Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                       std::chrono::duration<double>(ev.value->deadline_seconds));
-                auto ids = svc.submit({ev.value->job});
-                if (!ids.ok()) return send_status(res, ids.status());
-                const std::string id = ids->front();
-                auto rec = svc.wait(id, deadline);
-                if (!rec.ok()) return send_status(res, rec.status());
-                if (!*rec) return send_error(res, {500, "internal", "job " + id + " vanished"});
-                const JobState state = (*rec)->state;
-                if (state == JobState::kDone || state == JobState::kCancelled)
-                  return send_json(res, 200, job_json(**rec));
-                std::string state_name = job_state_name(state);
-                if (ev.value->cancel_on_deadline) {
-                  auto c = svc.cancel(id);
-                  if (c.ok() && *c == CancelOutcome::kCancelled) state_name = "cancelled";
-                }
-                json err = ApiError{504, "deadline_exceeded",
-                                    "job " + id + " not finished within " +
-                                        std::to_string(ev.value->deadline_seconds) + " s" +
-                                        (state_name == "cancelled" ? "; cancelled" : "; poll GET /v1/jobs/" + id)}
-                               .to_json();
-                err["job_id"] = id;
-                err["state"] = state_name;
-                send_json(res, 504, err);
-              }));
+  http_->Post(
+      "/v1/evaluate",
+      wrap("/v1/evaluate", [&svc, &limits, known](const httplib::Request& req, httplib::Response& res) {
+        auto body = parse_body(req.body, limits);
+        if (!body.ok()) return send_error(res, body.error);
+        auto ev = parse_evaluate(*body.value, limits, known);
+        if (!ev.ok()) return send_error(res, ev.error);
+        const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                 std::chrono::duration<double>(ev.value->deadline_seconds));
+        auto ids = svc.submit({ev.value->job});
+        if (!ids.ok()) return send_status(res, ids.status());
+        const std::string id = ids->front();
+        auto rec = svc.wait(id, deadline);
+        if (!rec.ok()) return send_status(res, rec.status());
+        if (!*rec) return send_error(res, {500, "internal", "job " + id + " vanished"});
+        const JobState state = (*rec)->state;
+        if (state == JobState::kDone || state == JobState::kCancelled)
+          return send_json(res, 200, job_json(**rec));
+        std::string state_name = job_state_name(state);
+        if (ev.value->cancel_on_deadline) {
+          auto c = svc.cancel(id);
+          if (c.ok() && *c == CancelOutcome::kCancelled) state_name = "cancelled";
+        }
+        json err =
+            ApiError{504, "deadline_exceeded",
+                     "job " + id + " not finished within " + std::to_string(ev.value->deadline_seconds) +
+                         " s" + (state_name == "cancelled" ? "; cancelled" : "; poll GET /v1/jobs/" + id)}
+                .to_json();
+        err["job_id"] = id;
+        err["state"] = state_name;
+        send_json(res, 504, err);
+      }));
 
-  http_->Post("/v1/jobs/lookup", wrap("/v1/jobs/lookup", [&svc, &limits](const httplib::Request& req,
-                                                                          httplib::Response& res) {
+  http_->Post("/v1/jobs/lookup",
+              wrap("/v1/jobs/lookup", [&svc, &limits](const httplib::Request& req, httplib::Response& res) {
                 auto body = parse_body(req.body, limits);
                 if (!body.ok()) return send_error(res, body.error);
                 auto ids = parse_lookup(*body.value, limits);
@@ -244,8 +253,8 @@ void ApiServer::routes() {
                if (!*r) return send_error(res, {404, "not_found", "no job " + std::string(req.matches[1])});
                send_json(res, 200, job_json(**r));
              }));
-  http_->Get(id_re + "/log", wrap("/v1/jobs/{id}/log", [&svc](const httplib::Request& req,
-                                                               httplib::Response& res) {
+  http_->Get(id_re + "/log",
+             wrap("/v1/jobs/{id}/log", [&svc](const httplib::Request& req, httplib::Response& res) {
                const std::string id = req.matches[1];
                auto r = svc.job(id, false);
                if (!r.ok()) return send_status(res, r.status());
@@ -253,7 +262,8 @@ void ApiServer::routes() {
                auto log = svc.log(id);
                if (!log.ok()) return send_status(res, log.status());
                json events = json::array();
-               for (const auto& e : *log) events.push_back({{"at", e.at}, {"event", e.event}, {"detail", e.detail}});
+               for (const auto& e : *log)
+                 events.push_back({{"at", e.at}, {"event", e.event}, {"detail", e.detail}});
                send_json(res, 200, {{"job_id", id}, {"log", events}});
              }));
   auto cancel = [&svc](const httplib::Request& req, httplib::Response& res) {

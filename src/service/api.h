@@ -27,11 +27,11 @@ class Server;
 namespace musacoder::service {
 
 struct ApiOptions {
-  std::string host = "127.0.0.1";          // --listen HOST
-  int port = 8080;                         // --listen PORT (0: any free port, see bind())
-  int threads = 32;                        // HTTP handler threads (each sync evaluate holds one)
-  std::chrono::seconds read_timeout{30};   // a client that stalls mid-request is dropped
-  std::chrono::seconds keep_alive{30};     // idle keep-alive connections are closed
+  std::string host = "127.0.0.1";         // --listen HOST
+  int port = 8080;                        // --listen PORT (0: any free port, see bind())
+  int threads = 32;                       // HTTP handler threads (each sync evaluate holds one)
+  std::chrono::seconds read_timeout{30};  // a client that stalls mid-request is dropped
+  std::chrono::seconds keep_alive{30};    // idle keep-alive connections are closed
 };
 
 class ApiServer {

@@ -10,8 +10,8 @@ namespace musacoder::service {
 namespace {
 
 // Stage latencies: format errors take milliseconds, CPU builds tens of seconds.
-const std::vector<double> kStageBounds = {0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1,   2.5,
-                                          5,     10,    20,   30,   60,  120, 300, 600};
+const std::vector<double> kStageBounds = {0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1,  2.5,
+                                          5,     10,    20,   30,   60,  120,  300, 600};
 // HTTP handling: status queries take tens of microseconds, synchronous evaluations minutes.
 const std::vector<double> kRequestBounds = {0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1,
                                             0.5,    1,      5,     30,    120,  600};
@@ -81,7 +81,8 @@ void ServiceMetrics::record_verdict(const nlohmann::json& verdict) {
     for (const char* s : kStages) {
       auto v = it->find(s);
       // A stage that did not run reports 0 s; only stages that ran are latency samples.
-      if (v != it->end() && v->is_number() && v->get<double>() > 0) stage_seconds_.at(s).observe(v->get<double>());
+      if (v != it->end() && v->is_number() && v->get<double>() > 0)
+        stage_seconds_.at(s).observe(v->get<double>());
     }
   }
   // The cache only matters for candidates that reached the build stage.
@@ -124,7 +125,8 @@ std::string ServiceMetrics::render(const Gauges& g) const {
     << "mooreeval_jobs{state=\"running\"} " << g.running << "\n"
     << "mooreeval_jobs{state=\"done\"} " << g.done << "\n"
     << "mooreeval_jobs{state=\"cancelled\"} " << g.cancelled << "\n";
-  o << "# HELP mooreeval_workers Evaluation workers alive (threads, or fleet workers with a fresh heartbeat).\n"
+  o << "# HELP mooreeval_workers Evaluation workers alive (threads, or fleet workers with a fresh "
+       "heartbeat).\n"
     << "# TYPE mooreeval_workers gauge\nmooreeval_workers " << g.workers << "\n";
   o << "# HELP mooreeval_jobs_submitted_total Jobs accepted since start.\n"
     << "# TYPE mooreeval_jobs_submitted_total counter\nmooreeval_jobs_submitted_total " << submitted_ << "\n";

@@ -36,7 +36,7 @@ struct Gauges {
   int64_t queue_depth = 0;  // jobs queued, not yet started
   int64_t running = 0;      // jobs being evaluated
   int64_t done = 0, cancelled = 0;
-  int64_t workers = 0;      // evaluation slots that are alive (threads or fleet workers)
+  int64_t workers = 0;  // evaluation slots that are alive (threads or fleet workers)
 };
 
 class ServiceMetrics {
@@ -56,10 +56,10 @@ class ServiceMetrics {
 
  private:
   mutable std::mutex mu_;
-  std::map<std::string, uint64_t> verdicts_;               // class -> count
-  std::map<std::string, Histogram> stage_seconds_;          // stage -> histogram
+  std::map<std::string, uint64_t> verdicts_;                  // class -> count
+  std::map<std::string, Histogram> stage_seconds_;            // stage -> histogram
   std::map<std::pair<std::string, int>, uint64_t> requests_;  // (route, status) -> count
-  std::map<std::string, Histogram> request_seconds_;        // route -> histogram
+  std::map<std::string, Histogram> request_seconds_;          // route -> histogram
   uint64_t cache_hits_ = 0, cache_misses_ = 0, duplicates_ = 0, reclaims_ = 0, submitted_ = 0;
 };
 

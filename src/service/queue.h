@@ -26,10 +26,10 @@ namespace musacoder::service {
 // One evaluated job on its way to the store.
 struct ResultMessage {
   std::string job_id;
-  std::string worker;        // consumer that evaluated it
-  std::string verdict;       // class name, e.g. "ok"
+  std::string worker;            // consumer that evaluated it
+  std::string verdict;           // class name, e.g. "ok"
   std::optional<double> reward;  // null for infra_error
-  std::string verdict_json;  // full verdict (schema mooreeval.verdict/1)
+  std::string verdict_json;      // full verdict (schema mooreeval.verdict/1)
 };
 
 // Where results are committed: the server's store (implemented by Service).

@@ -1,9 +1,9 @@
 #include "service/redis_client.h"
 
 #include <hiredis.h>
+#include <sys/time.h>
 
 #include <charconv>
-#include <sys/time.h>
 
 namespace musacoder::service {
 
@@ -95,7 +95,8 @@ RedisClient::~RedisClient() {
 
 Status RedisClient::connect() {
   if (ctx_) return {};
-  redisContext* c = redisConnectWithTimeout(endpoint_.host.c_str(), endpoint_.port, to_timeval(connect_timeout_));
+  redisContext* c =
+      redisConnectWithTimeout(endpoint_.host.c_str(), endpoint_.port, to_timeval(connect_timeout_));
   if (!c || c->err) {
     std::string msg = c ? c->errstr : "out of memory";
     if (c) redisFree(c);
@@ -110,7 +111,8 @@ Status RedisClient::connect() {
   return {};
 }
 
-Result<RedisValue> RedisClient::command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
+Result<RedisValue> RedisClient::command(const std::vector<std::string>& argv,
+                                        std::chrono::milliseconds timeout) {
   MC_RETURN_IF_ERROR(connect());
   redisSetTimeout(ctx_, to_timeval(timeout));
   std::vector<const char*> args;
@@ -129,8 +131,7 @@ Result<RedisValue> RedisClient::command(const std::vector<std::string>& argv, st
   }
   RedisValue v = convert(reply);
   freeReplyObject(reply);
-  if (v.type == RedisValue::Type::kError)
-    return failed_precondition("redis " + argv[0] + ": " + v.str);
+  if (v.type == RedisValue::Type::kError) return failed_precondition("redis " + argv[0] + ": " + v.str);
   return v;
 }
 

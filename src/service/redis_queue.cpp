@@ -13,7 +13,10 @@ using ms = std::chrono::milliseconds;
 struct Keys {
   std::string jobs, results, workers_group, server_group, prefix;
   explicit Keys(const std::string& p)
-      : jobs(p + ":jobs"), results(p + ":results"), workers_group(p + "-workers"), server_group(p + "-server"),
+      : jobs(p + ":jobs"),
+        results(p + ":results"),
+        workers_group(p + "-workers"),
+        server_group(p + "-server"),
         prefix(p) {}
   std::string cancelled(const std::string& id) const { return prefix + ":cancelled:" + id; }
   std::string worker(const std::string& name) const { return prefix + ":worker:" + name; }
@@ -59,7 +62,10 @@ std::string get(const Entry& e, const char* field) {
 class RedisSource final : public WorkSource {
  public:
   RedisSource(const RedisQueueOptions& o, RedisEndpoint ep, std::string consumer)
-      : options_(o), keys_(o.prefix), client_(std::move(ep), o.connect_timeout), consumer_(std::move(consumer)) {}
+      : options_(o),
+        keys_(o.prefix),
+        client_(std::move(ep), o.connect_timeout),
+        consumer_(std::move(consumer)) {}
 
   Status init() {
     MC_RETURN_IF_ERROR(ensure_group(client_, keys_.jobs, keys_.workers_group));
@@ -73,10 +79,10 @@ class RedisSource final : public WorkSource {
       if (!claimed.ok()) return claimed.status();
       if (*claimed) return claimed;
     }
-    auto r = client_.command({"XREADGROUP", "GROUP", keys_.workers_group, consumer_, "COUNT", "1", "BLOCK",
-                              std::to_string(std::max<long>(1, static_cast<long>(wait.count()))), "STREAMS",
-                              keys_.jobs, ">"},
-                             wait + ms(5000));
+    auto r = client_.command(
+        {"XREADGROUP", "GROUP", keys_.workers_group, consumer_, "COUNT", "1", "BLOCK",
+         std::to_string(std::max<long>(1, static_cast<long>(wait.count()))), "STREAMS", keys_.jobs, ">"},
+        wait + ms(5000));
     if (!r.ok()) return r.status();
     for (auto& e : parse_read(*r)) return std::optional<Delivery>(to_delivery(e, 1));
     return std::optional<Delivery>();
@@ -115,7 +121,8 @@ class RedisSource final : public WorkSource {
       // the job is theirs (its result is the one that counts first).
       auto p = client_.command({"XPENDING", keys_.jobs, keys_.workers_group, receipt, receipt, "1"});
       if (!p.ok()) return p.status();
-      if (p->elements.empty() || p->elements[0].elements.size() < 4 || p->elements[0].elements[1].str != consumer)
+      if (p->elements.empty() || p->elements[0].elements.size() < 4 ||
+          p->elements[0].elements[1].str != consumer)
         continue;
       auto c = client_.command({"XCLAIM", keys_.jobs, keys_.workers_group, consumer, "0", receipt, "JUSTID"});
       if (!c.ok()) return c.status();
@@ -173,7 +180,8 @@ class RedisSource final : public WorkSource {
 
 }  // namespace
 
-Result<std::unique_ptr<WorkSource>> open_redis_source(const RedisQueueOptions& options, const std::string& consumer) {
+Result<std::unique_ptr<WorkSource>> open_redis_source(const RedisQueueOptions& options,
+                                                      const std::string& consumer) {
   auto ep = parse_redis_url(options.url);
   if (!ep.ok()) return ep.status();
   auto src = std::make_unique<RedisSource>(options, *ep, consumer);
@@ -181,9 +189,12 @@ Result<std::unique_ptr<WorkSource>> open_redis_source(const RedisQueueOptions& o
   return std::unique_ptr<WorkSource>(std::move(src));
 }
 
-RedisQueue::RedisQueue(RedisQueueOptions options, ResultSink& sink) : options_(std::move(options)), sink_(sink) {}
+RedisQueue::RedisQueue(RedisQueueOptions options, ResultSink& sink)
+    : options_(std::move(options)), sink_(sink) {}
 
-RedisQueue::~RedisQueue() { shutdown(); }
+RedisQueue::~RedisQueue() {
+  shutdown();
+}
 
 Status RedisQueue::start() {
   auto ep = parse_redis_url(options_.url);
@@ -207,8 +218,8 @@ Status RedisQueue::enqueue(const std::vector<JobMessage>& jobs) {
   if (!producer_) return unavailable("redis queue not started");
   Keys k(options_.prefix);
   for (const auto& j : jobs) {
-    auto r = producer_->command(
-        {"XADD", k.jobs, "*", "job_id", j.job_id, "task", j.task_id, "label", j.label, "candidate", j.candidate});
+    auto r = producer_->command({"XADD", k.jobs, "*", "job_id", j.job_id, "task", j.task_id, "label", j.label,
+                                 "candidate", j.candidate});
     if (!r.ok()) return r.status();
   }
   return {};
@@ -217,8 +228,8 @@ Status RedisQueue::enqueue(const std::vector<JobMessage>& jobs) {
 Status RedisQueue::cancel(const std::string& job_id) {
   std::lock_guard<std::mutex> lock(producer_mu_);
   if (!producer_) return unavailable("redis queue not started");
-  auto r = producer_->command(
-      {"SET", Keys(options_.prefix).cancelled(job_id), "1", "PX", std::to_string(options_.cancel_ttl.count())});
+  auto r = producer_->command({"SET", Keys(options_.prefix).cancelled(job_id), "1", "PX",
+                               std::to_string(options_.cancel_ttl.count())});
   return r.ok() ? Status() : r.status();
 }
 
@@ -228,7 +239,8 @@ Result<int64_t> RedisQueue::fleet_workers() {
   int64_t n = 0;
   std::string cursor = "0";
   do {
-    auto r = producer_->command({"SCAN", cursor, "MATCH", Keys(options_.prefix).worker("*"), "COUNT", "1000"});
+    auto r =
+        producer_->command({"SCAN", cursor, "MATCH", Keys(options_.prefix).worker("*"), "COUNT", "1000"});
     if (!r.ok()) return r.status();
     if (r->elements.size() != 2) return internal_error("redis SCAN: unexpected reply");
     cursor = r->elements[0].str;
@@ -271,12 +283,13 @@ void RedisQueue::collect_loop() {
         sink_.started(job_id, get(e, "worker"), std::atoi(get(e, "attempt").c_str()));
       } else if (type == "result") {
         ResultMessage m{job_id, get(e, "worker"), get(e, "verdict"), std::nullopt, get(e, "verdict_json")};
-        if (std::string reward = get(e, "reward"); !reward.empty()) m.reward = std::strtod(reward.c_str(), nullptr);
+        if (std::string reward = get(e, "reward"); !reward.empty())
+          m.reward = std::strtod(reward.c_str(), nullptr);
         auto outcome = sink_.commit(m);
         done = outcome.ok();
         if (!done) {
-          std::cerr << "mooreeval serve: cannot store result of " << job_id << ": " << outcome.status().message()
-                    << " (retrying)\n";
+          std::cerr << "mooreeval serve: cannot store result of " << job_id << ": "
+                    << outcome.status().message() << " (retrying)\n";
         } else if (!entry.empty()) {
           // Committed: now, and only now, the job is acknowledged.
           auto a = client.command({"XACK", k.jobs, k.workers_group, entry});

@@ -37,7 +37,9 @@ std::size_t json_depth(std::string_view s, std::size_t limit) {
   return max_depth;
 }
 
-std::string type_name(const json& j) { return j.type_name(); }
+std::string type_name(const json& j) {
+  return j.type_name();
+}
 
 Parsed<JobRequest> bad(const std::string& where, const std::string& message) {
   return Parsed<JobRequest>::fail(400, "invalid_request", where + message);
@@ -60,9 +62,10 @@ bool only_keys(const json& j, std::initializer_list<const char*> allowed, std::s
 Parsed<json> parse_body(std::string_view body, const ServiceLimits& limits) {
   if (body.size() > limits.max_body_bytes)
     return Parsed<json>::fail(413, "too_large",
-                              "request body of " + std::to_string(body.size()) + " bytes exceeds the limit of " +
-                                  std::to_string(limits.max_body_bytes));
-  if (body.empty()) return Parsed<json>::fail(400, "invalid_json", "empty request body; expected a JSON object");
+                              "request body of " + std::to_string(body.size()) +
+                                  " bytes exceeds the limit of " + std::to_string(limits.max_body_bytes));
+  if (body.empty())
+    return Parsed<json>::fail(400, "invalid_json", "empty request body; expected a JSON object");
   if (json_depth(body, limits.max_json_depth) > limits.max_json_depth)
     return Parsed<json>::fail(400, "invalid_json",
                               "JSON nested deeper than " + std::to_string(limits.max_json_depth) + " levels");
@@ -70,7 +73,8 @@ Parsed<json> parse_body(std::string_view body, const ServiceLimits& limits) {
   if (j.is_discarded())
     return Parsed<json>::fail(400, "invalid_json", "request body is not valid JSON (or not valid UTF-8)");
   if (!j.is_object())
-    return Parsed<json>::fail(400, "invalid_request", "request body must be a JSON object, got " + type_name(j));
+    return Parsed<json>::fail(400, "invalid_request",
+                              "request body must be a JSON object, got " + type_name(j));
   return {std::move(j), {}};
 }
 
@@ -90,15 +94,16 @@ Parsed<JobRequest> parse_job(const json& j, const ServiceLimits& limits, const T
   if (r.task_id.size() > limits.max_task_id_bytes)
     return Parsed<JobRequest>::fail(404, "unknown_task", where + "no such task (id longer than any task id)");
   if (!known(r.task_id))
-    return Parsed<JobRequest>::fail(404, "unknown_task",
-                                    where + "no task '" + r.task_id + "' in this service's suite (GET /v1/tasks)");
+    return Parsed<JobRequest>::fail(
+        404, "unknown_task", where + "no task '" + r.task_id + "' in this service's suite (GET /v1/tasks)");
 
   auto text = j.find("candidate"), b64 = j.find("candidate_b64");
   if ((text == j.end()) == (b64 == j.end()))
     return bad(where, "exactly one of 'candidate' (text) or 'candidate_b64' (base64 bytes) is required");
   auto too_large = [&](std::size_t n) {
     return Parsed<JobRequest>::fail(413, "too_large",
-                                    where + "candidate of " + std::to_string(n) + " bytes exceeds the limit of " +
+                                    where + "candidate of " + std::to_string(n) +
+                                        " bytes exceeds the limit of " +
                                         std::to_string(limits.max_candidate_bytes));
   };
   if (text != j.end()) {
@@ -118,21 +123,22 @@ Parsed<JobRequest> parse_job(const json& j, const ServiceLimits& limits, const T
     if (!label->is_string()) return bad(where, "'label' must be a string, got " + type_name(*label));
     r.label = label->get<std::string>();
     if (r.label.size() > limits.max_label_bytes)
-      return Parsed<JobRequest>::fail(413, "too_large",
-                                      where + "label longer than " + std::to_string(limits.max_label_bytes) +
-                                          " bytes");
+      return Parsed<JobRequest>::fail(
+          413, "too_large", where + "label longer than " + std::to_string(limits.max_label_bytes) + " bytes");
   }
   return {std::move(r), {}};
 }
 
-Parsed<std::vector<JobRequest>> parse_batch(const json& j, const ServiceLimits& limits, const TaskLookup& known) {
+Parsed<std::vector<JobRequest>> parse_batch(const json& j, const ServiceLimits& limits,
+                                            const TaskLookup& known) {
   using P = Parsed<std::vector<JobRequest>>;
   std::string unknown;
   if (!only_keys(j, {"jobs"}, unknown))
     return P::fail(400, "invalid_request", "unknown field '" + sanitize_utf8(unknown.substr(0, 64)) + "'");
   auto jobs = j.find("jobs");
   if (jobs == j.end()) return P::fail(400, "invalid_request", "missing field 'jobs'");
-  if (!jobs->is_array()) return P::fail(400, "invalid_request", "'jobs' must be an array, got " + type_name(*jobs));
+  if (!jobs->is_array())
+    return P::fail(400, "invalid_request", "'jobs' must be an array, got " + type_name(*jobs));
   if (jobs->empty()) return P::fail(400, "invalid_request", "'jobs' is empty");
   if (jobs->size() > limits.max_batch_jobs)
     return P::fail(413, "too_large",
@@ -162,8 +168,9 @@ Parsed<EvaluateRequest> parse_evaluate(const json& j, const ServiceLimits& limit
     if (!d->is_number()) return P::fail(400, "invalid_request", "'deadline_seconds' must be a number");
     r.deadline_seconds = d->get<double>();
     if (!(r.deadline_seconds > 0 && r.deadline_seconds <= limits.max_deadline_seconds))
-      return P::fail(400, "invalid_request",
-                     "'deadline_seconds' must be in (0, " + std::to_string(limits.max_deadline_seconds) + "]");
+      return P::fail(
+          400, "invalid_request",
+          "'deadline_seconds' must be in (0, " + std::to_string(limits.max_deadline_seconds) + "]");
   }
   if (auto c = j.find("cancel_on_deadline"); c != j.end()) {
     if (!c->is_boolean()) return P::fail(400, "invalid_request", "'cancel_on_deadline' must be a boolean");
@@ -178,7 +185,8 @@ Parsed<std::vector<std::string>> parse_lookup(const json& j, const ServiceLimits
   if (!only_keys(j, {"job_ids"}, unknown))
     return P::fail(400, "invalid_request", "unknown field '" + sanitize_utf8(unknown.substr(0, 64)) + "'");
   auto ids = j.find("job_ids");
-  if (ids == j.end() || !ids->is_array()) return P::fail(400, "invalid_request", "'job_ids' must be an array");
+  if (ids == j.end() || !ids->is_array())
+    return P::fail(400, "invalid_request", "'job_ids' must be an array");
   if (ids->empty()) return P::fail(400, "invalid_request", "'job_ids' is empty");
   if (ids->size() > limits.max_batch_jobs)
     return P::fail(413, "too_large", "more than " + std::to_string(limits.max_batch_jobs) + " job ids");
@@ -186,7 +194,8 @@ Parsed<std::vector<std::string>> parse_lookup(const json& j, const ServiceLimits
   for (std::size_t i = 0; i < ids->size(); ++i) {
     const auto& id = (*ids)[i];
     if (!id.is_string() || !is_job_id(id.get<std::string>()))
-      return P::fail(400, "invalid_request", "job_ids[" + std::to_string(i) + "] is not a job id (32 hex digits)");
+      return P::fail(400, "invalid_request",
+                     "job_ids[" + std::to_string(i) + "] is not a job id (32 hex digits)");
     out.push_back(id.get<std::string>());
   }
   return {std::move(out), {}};

@@ -9,7 +9,9 @@ using nlohmann::json;
 Service::Service(ServiceOptions options, eval::Evaluator& evaluator)
     : options_(std::move(options)), evaluator_(evaluator) {}
 
-Service::~Service() { stop(); }
+Service::~Service() {
+  stop();
+}
 
 Status Service::start() {
   auto catalog = load_catalog(options_.tasks_dir);
@@ -38,12 +40,14 @@ Status Service::start() {
     if (!unfinished.ok()) return unfinished.status();
     for (auto& u : *unfinished) memory_queue_->enqueue_recovered(std::move(u.job), u.attempts);
     if (!unfinished->empty())
-      std::cerr << "mooreeval serve: re-enqueued " << unfinished->size() << " unfinished job(s) from the store\n";
+      std::cerr << "mooreeval serve: re-enqueued " << unfinished->size()
+                << " unfinished job(s) from the store\n";
   }
   if (options_.workers.threads > 0) {
     JobQueue* q = queue_.get();
-    workers_ = std::make_unique<WorkerPool>(options_.workers, evaluator_, catalog_,
-                                            [q](const std::string& consumer) { return q->open_source(consumer); });
+    workers_ =
+        std::make_unique<WorkerPool>(options_.workers, evaluator_, catalog_,
+                                     [q](const std::string& consumer) { return q->open_source(consumer); });
     MC_RETURN_IF_ERROR(workers_->start());
   }
   return {};
@@ -92,7 +96,9 @@ Result<std::optional<JobRecord>> Service::job(const std::string& job_id, bool wi
   return store_->get(job_id, with_verdict);
 }
 
-Result<std::vector<LogEntry>> Service::log(const std::string& job_id) { return store_->log(job_id); }
+Result<std::vector<LogEntry>> Service::log(const std::string& job_id) {
+  return store_->log(job_id);
+}
 
 Result<CancelOutcome> Service::cancel(const std::string& job_id) {
   auto outcome = store_->cancel(job_id);
@@ -154,7 +160,8 @@ json Service::health(bool& healthy) {
   json h = {{"queue", queue_->kind()}, {"tasks", catalog_.size()}};
   auto c = store_->counts();
   if (c.ok()) {
-    h["jobs"] = {{"queued", c->queued}, {"running", c->running}, {"done", c->done}, {"cancelled", c->cancelled}};
+    h["jobs"] = {
+        {"queued", c->queued}, {"running", c->running}, {"done", c->done}, {"cancelled", c->cancelled}};
   } else {
     healthy = false;
     h["store_error"] = c.status().message();

@@ -49,7 +49,8 @@ class Service final : public ResultSink {
   Result<std::vector<std::string>> submit(const std::vector<JobRequest>& jobs);
   // The job's record once it is done or cancelled, waiting until `deadline` at most;
   // a record still queued/running when the deadline passes is returned as it is.
-  Result<std::optional<JobRecord>> wait(const std::string& job_id, std::chrono::steady_clock::time_point deadline);
+  Result<std::optional<JobRecord>> wait(const std::string& job_id,
+                                        std::chrono::steady_clock::time_point deadline);
   Result<std::optional<JobRecord>> job(const std::string& job_id, bool with_verdict = true);
   Result<std::vector<LogEntry>> log(const std::string& job_id);
   Result<CancelOutcome> cancel(const std::string& job_id);

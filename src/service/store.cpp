@@ -42,9 +42,7 @@ CREATE INDEX IF NOT EXISTS job_log_job ON job_log(job_id);
 // RAII prepared statement with positional binding helpers.
 class Stmt {
  public:
-  Stmt(sqlite3* db, const char* sql) : db_(db) {
-    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
-  }
+  Stmt(sqlite3* db, const char* sql) : db_(db) { rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
   ~Stmt() { sqlite3_finalize(stmt_); }
   Stmt(const Stmt&) = delete;
   Stmt& operator=(const Stmt&) = delete;
@@ -112,15 +110,17 @@ class Transaction {
   bool ok_ = false, done_ = false;
 };
 
-Status begin_error(sqlite3* db) { return internal_error(std::string("sqlite: begin: ") + sqlite3_errmsg(db)); }
+Status begin_error(sqlite3* db) {
+  return internal_error(std::string("sqlite: begin: ") + sqlite3_errmsg(db));
+}
 
 }  // namespace
 
 Result<std::unique_ptr<Store>> Store::open(const StoreOptions& options) {
   sqlite3* db = nullptr;
   const std::string path = options.path.string();
-  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                           nullptr);
+  int rc = sqlite3_open_v2(path.c_str(), &db,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
@@ -137,7 +137,9 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& options) {
   return store;
 }
 
-Store::~Store() { sqlite3_close(db_); }
+Store::~Store() {
+  sqlite3_close(db_);
+}
 
 Status Store::exec(const char* sql) {
   char* err = nullptr;
@@ -169,9 +171,10 @@ Status Store::insert_jobs(const std::vector<JobMessage>& jobs) {
   if (!tx.begun()) return begin_error(db_);
   const double now = unix_now();
   for (const auto& j : jobs) {
-    Stmt s(db_,
-           "INSERT INTO jobs(id, task, label, candidate, candidate_sha256, candidate_bytes, state, created_at) "
-           "VALUES(?, ?, ?, ?, ?, ?, 'queued', ?)");
+    Stmt s(
+        db_,
+        "INSERT INTO jobs(id, task, label, candidate, candidate_sha256, candidate_bytes, state, created_at) "
+        "VALUES(?, ?, ?, ?, ?, ?, 'queued', ?)");
     if (!s.prepared()) return s.error("prepare insert job");
     s.text(1, j.job_id).text(2, j.task_id).text(3, j.label).blob(4, j.candidate);
     s.text(5, sha256_hex(j.candidate)).integer(6, static_cast<int64_t>(j.candidate.size())).real(7, now);
@@ -231,7 +234,8 @@ Result<CommitOutcome> Store::commit_result(const std::string& job_id, const std:
       MC_RETURN_IF_ERROR(append_log_locked(job_id, "result_stored", verdict + " from " + worker));
     } else {
       outcome = CommitOutcome::kDuplicate;
-      MC_RETURN_IF_ERROR(append_log_locked(job_id, "duplicate_result", verdict + " from " + worker + " ignored"));
+      MC_RETURN_IF_ERROR(
+          append_log_locked(job_id, "duplicate_result", verdict + " from " + worker + " ignored"));
     }
   }
   MC_RETURN_IF_ERROR(tx.commit());
@@ -262,13 +266,14 @@ Result<CancelOutcome> Store::cancel(const std::string& job_id) {
 
 Result<std::optional<JobRecord>> Store::get(const std::string& job_id, bool with_verdict) {
   std::lock_guard<std::mutex> lock(mu_);
-  Stmt s(db_, with_verdict
-                  ? "SELECT j.id, j.task, j.label, j.candidate_sha256, j.candidate_bytes, j.state, j.attempts, "
-                    "j.worker, j.created_at, j.started_at, j.finished_at, r.verdict, r.reward, r.verdict_json "
-                    "FROM jobs j LEFT JOIN results r ON r.job_id = j.id WHERE j.id=?"
-                  : "SELECT j.id, j.task, j.label, j.candidate_sha256, j.candidate_bytes, j.state, j.attempts, "
-                    "j.worker, j.created_at, j.started_at, j.finished_at, r.verdict, r.reward, '' "
-                    "FROM jobs j LEFT JOIN results r ON r.job_id = j.id WHERE j.id=?");
+  Stmt s(db_,
+         with_verdict
+             ? "SELECT j.id, j.task, j.label, j.candidate_sha256, j.candidate_bytes, j.state, j.attempts, "
+               "j.worker, j.created_at, j.started_at, j.finished_at, r.verdict, r.reward, r.verdict_json "
+               "FROM jobs j LEFT JOIN results r ON r.job_id = j.id WHERE j.id=?"
+             : "SELECT j.id, j.task, j.label, j.candidate_sha256, j.candidate_bytes, j.state, j.attempts, "
+               "j.worker, j.created_at, j.started_at, j.finished_at, r.verdict, r.reward, '' "
+               "FROM jobs j LEFT JOIN results r ON r.job_id = j.id WHERE j.id=?");
   if (!s.prepared()) return s.error("prepare get job");
   s.text(1, job_id);
   int rc = s.step();
@@ -280,7 +285,8 @@ Result<std::optional<JobRecord>> Store::get(const std::string& job_id, bool with
   r.label = s.col_text(2);
   r.candidate_sha256 = s.col_text(3);
   r.candidate_bytes = static_cast<std::size_t>(s.col_int(4));
-  if (!parse_job_state(s.col_text(5), r.state)) return internal_error("job " + job_id + ": bad state in database");
+  if (!parse_job_state(s.col_text(5), r.state))
+    return internal_error("job " + job_id + ": bad state in database");
   r.attempts = static_cast<int>(s.col_int(6));
   r.worker = s.col_text(7);
   r.created_at = s.col_real(8);
@@ -342,7 +348,8 @@ Result<std::vector<UnfinishedJob>> Store::unfinished_jobs() {
   std::vector<UnfinishedJob> out;
   int rc;
   while ((rc = s.step()) == SQLITE_ROW)
-    out.push_back({{s.col_text(0), s.col_text(1), s.col_text(2), s.col_text(3)}, static_cast<int>(s.col_int(4))});
+    out.push_back(
+        {{s.col_text(0), s.col_text(1), s.col_text(2), s.col_text(3)}, static_cast<int>(s.col_int(4))});
   if (rc != SQLITE_DONE) return s.error("unfinished");
   return out;
 }

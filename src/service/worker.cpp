@@ -42,8 +42,9 @@ eval::Verdict poison_verdict(const eval::Evaluator& evaluator, const TaskCatalog
   // reject_submission fills task, backend and settings; the class is then infra: the
   // candidate is not scored (the job may kill workers for reasons of ours).
   eval::Verdict v = evaluator.reject_submission(
-      spec, "job killed " + std::to_string(d.deliveries - 1) + " workers (delivered " + std::to_string(d.deliveries) +
-                " times, limit " + std::to_string(max_deliveries) + "); not evaluated again");
+      spec, "job killed " + std::to_string(d.deliveries - 1) + " workers (delivered " +
+                std::to_string(d.deliveries) + " times, limit " + std::to_string(max_deliveries) +
+                "); not evaluated again");
   v.verdict = eval::VerdictClass::kInfraError;
   v.stage = "queue";
   v.attempts = d.deliveries - 1;
@@ -52,11 +53,16 @@ eval::Verdict poison_verdict(const eval::Evaluator& evaluator, const TaskCatalog
 
 WorkerPool::WorkerPool(WorkerOptions options, eval::Evaluator& evaluator, const TaskCatalog& catalog,
                        SourceFactory open_source)
-    : options_(std::move(options)), evaluator_(evaluator), catalog_(catalog), open_source_(std::move(open_source)) {
+    : options_(std::move(options)),
+      evaluator_(evaluator),
+      catalog_(catalog),
+      open_source_(std::move(open_source)) {
   if (options_.name.empty()) options_.name = default_worker_name();
 }
 
-WorkerPool::~WorkerPool() { stop(); }
+WorkerPool::~WorkerPool() {
+  stop();
+}
 
 Status WorkerPool::start() {
   for (int i = 0; i <= options_.threads; ++i) {  // the last one is the keeper's
@@ -82,7 +88,8 @@ bool WorkerPool::until_ok(const std::function<Status()>& op, const char* what) {
   while (true) {
     Status st = op();
     if (st.ok()) return true;
-    std::cerr << "mooreeval worker " << options_.name << ": " << what << ": " << st.message() << " (retrying)\n";
+    std::cerr << "mooreeval worker " << options_.name << ": " << what << ": " << st.message()
+              << " (retrying)\n";
     if (stop_) return false;
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
@@ -116,7 +123,8 @@ void WorkerPool::handle(WorkSource& source, const std::string& consumer, const D
   };
   if (d.deliveries > options_.max_deliveries) {
     eval::Verdict v = poison_verdict(evaluator_, catalog_, d, options_.max_deliveries);
-    until_ok([&] { return source.complete(d, to_message(d.job.job_id, consumer, v)); }, "store poison verdict");
+    until_ok([&] { return source.complete(d, to_message(d.job.job_id, consumer, v)); },
+             "store poison verdict");
     done_with();
     return;
   }

@@ -30,10 +30,10 @@ using TaskCatalog = std::map<std::string, task::TaskSpec>;  // task id -> spec
 Result<TaskCatalog> load_catalog(const std::filesystem::path& tasks_dir);
 
 struct WorkerOptions {
-  int threads = 1;                       // concurrent evaluations (consumers)
-  std::string name;                      // worker name; consumers are "<name>:<i>" (default host:pid)
-  int max_deliveries = 3;                // a job delivered more often is infra_error ("killed N workers")
-  std::chrono::milliseconds poll_wait{1000};        // longest block in one pull (also the stop latency)
+  int threads = 1;         // concurrent evaluations (consumers)
+  std::string name;        // worker name; consumers are "<name>:<i>" (default host:pid)
+  int max_deliveries = 3;  // a job delivered more often is infra_error ("killed N workers")
+  std::chrono::milliseconds poll_wait{1000};            // longest block in one pull (also the stop latency)
   std::chrono::milliseconds keep_alive_interval{2000};  // heartbeat and in-flight refresh period
 };
 

@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <httplib.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -13,7 +14,6 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <httplib.h>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>

@@ -193,7 +193,8 @@ int main(int argc, char** argv) {
   t::ServeCommand serve_cmd;
   EvalOptions serve_opts;
   CommonFlags serve_flags;
-  auto* serve = app.add_subcommand("serve", "the MooreEval HTTP service (docs/service.md, docs/openapi.yaml)");
+  auto* serve =
+      app.add_subcommand("serve", "the MooreEval HTTP service (docs/service.md, docs/openapi.yaml)");
   add_launch_flags(serve, serve_launch, 0);
   serve->add_option("--listen", serve_cmd.listen, "HOST:PORT to listen on (port 0: any free port)")
       ->capture_default_str();
@@ -204,25 +205,30 @@ int main(int argc, char** argv) {
   worker_cmd.tasks_dir = default_dir("MOOREEVAL_TASKS_DIR", "tasks");
   EvalOptions worker_opts;
   CommonFlags worker_flags;
-  auto* worker = app.add_subcommand("worker", "a fleet worker: pulls jobs from Redis, evaluates, reports verdicts");
+  auto* worker =
+      app.add_subcommand("worker", "a fleet worker: pulls jobs from Redis, evaluates, reports verdicts");
   worker->add_option("--queue", worker_cmd.queue, "redis://HOST:PORT of the service's queue")->required();
   worker->add_option("--queue-prefix", worker_cmd.queue_prefix, "Redis key and group prefix")
       ->capture_default_str();
   worker->add_option("--name", worker_cmd.name, "worker name (default host:pid)");
-  worker->add_option("--tasks", worker_cmd.tasks_dir, "task suite (the server's, same ids)")->capture_default_str();
+  worker->add_option("--tasks", worker_cmd.tasks_dir, "task suite (the server's, same ids)")
+      ->capture_default_str();
   worker->add_option("--workers", worker_cmd.threads, "concurrent evaluations in this process")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
-  worker->add_option("--visibility-timeout", worker_cmd.visibility_timeout_seconds,
-                     "seconds before another worker's idle pending job is reclaimed")
+  worker
+      ->add_option("--visibility-timeout", worker_cmd.visibility_timeout_seconds,
+                   "seconds before another worker's idle pending job is reclaimed")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 86400.0));
-  worker->add_option("--max-deliveries", worker_cmd.max_deliveries,
-                     "deliveries of one job before it is stored as infra_error")
+  worker
+      ->add_option("--max-deliveries", worker_cmd.max_deliveries,
+                   "deliveries of one job before it is stored as infra_error")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
-  worker->add_option("--keep-alive-seconds", worker_cmd.keep_alive_seconds,
-                     "heartbeat and in-flight refresh period (default: visibility timeout / 4)")
+  worker
+      ->add_option("--keep-alive-seconds", worker_cmd.keep_alive_seconds,
+                   "heartbeat and in-flight refresh period (default: visibility timeout / 4)")
       ->check(CLI::Range(0.05, 3600.0));
   add_common(worker, worker_flags, worker_opts);
 

@@ -20,7 +20,9 @@ using std::chrono::milliseconds;
 // flag is the exception to "no globals" (async-signal-safe by type).
 volatile std::sig_atomic_t g_stop_signal = 0;
 
-extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
+extern "C" void on_stop_signal(int sig) {
+  g_stop_signal = sig;
+}
 
 void install_stop_handlers() {
   std::signal(SIGINT, on_stop_signal);
@@ -28,7 +30,9 @@ void install_stop_handlers() {
   std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
 }
 
-milliseconds seconds_ms(double s) { return milliseconds(static_cast<long>(s * 1000)); }
+milliseconds seconds_ms(double s) {
+  return milliseconds(static_cast<long>(s * 1000));
+}
 
 int fail(const Status& st) {
   std::cerr << "mooreeval: error: " << st.message() << "\n";
@@ -40,7 +44,8 @@ int fail(const Status& st) {
 
 int run_serve(const ServeCommand& cmd, const LaunchCommand& launch, const eval::EvalOptions& options) {
   if (launch.reference_impl != "torch")
-    return fail(invalid_argument("--reference-impl '" + launch.reference_impl + "' is not supported (torch)"));
+    return fail(
+        invalid_argument("--reference-impl '" + launch.reference_impl + "' is not supported (torch)"));
   auto listen = service::parse_listen(cmd.listen);
   if (!listen.ok()) return fail(listen.status());
   if (cmd.max_deliveries < 1) return fail(invalid_argument("--max-deliveries must be at least 1"));
@@ -84,10 +89,10 @@ int run_serve(const ServeCommand& cmd, const LaunchCommand& launch, const eval::
     return fail(port.status());
   }
   std::cerr << "mooreeval serve: listening on " << ao.host << ":" << *port << " (queue "
-            << (cmd.queue.empty() ? "in-process" : cmd.queue) << ", " << launch.workers << " local worker(s), "
-            << so.workers.max_deliveries << " max deliveries, db " << cmd.db.string() << ", "
-            << svc.catalog().size() << " tasks, backend " << build::backend_name(options.backend) << ")"
-            << std::endl;
+            << (cmd.queue.empty() ? "in-process" : cmd.queue) << ", " << launch.workers
+            << " local worker(s), " << so.workers.max_deliveries << " max deliveries, db " << cmd.db.string()
+            << ", " << svc.catalog().size() << " tasks, backend " << build::backend_name(options.backend)
+            << ")" << std::endl;
 
   std::atomic<bool> done{false};
   std::thread watcher([&] {
@@ -119,11 +124,13 @@ int run_worker(const WorkerCommand& cmd, const eval::EvalOptions& options) {
   wo.threads = cmd.threads;
   wo.name = cmd.name;
   wo.max_deliveries = cmd.max_deliveries;
-  wo.keep_alive_interval = cmd.keep_alive_seconds > 0 ? seconds_ms(cmd.keep_alive_seconds)
-                                                      : std::max(milliseconds(100), ro.visibility_timeout / 4);
+  wo.keep_alive_interval = cmd.keep_alive_seconds > 0
+                               ? seconds_ms(cmd.keep_alive_seconds)
+                               : std::max(milliseconds(100), ro.visibility_timeout / 4);
   install_stop_handlers();
-  service::WorkerPool pool(wo, evaluator, *catalog,
-                           [&ro](const std::string& consumer) { return service::open_redis_source(ro, consumer); });
+  service::WorkerPool pool(wo, evaluator, *catalog, [&ro](const std::string& consumer) {
+    return service::open_redis_source(ro, consumer);
+  });
   if (auto st = pool.start(); !st.ok()) return fail(st);
   std::cerr << "mooreeval worker: " << pool.name() << " pulling from " << cmd.queue << " with " << cmd.threads
             << " thread(s), visibility timeout " << cmd.visibility_timeout_seconds << " s, backend "

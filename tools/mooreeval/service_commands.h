@@ -13,16 +13,16 @@
 namespace musacoder::tools {
 
 struct ServeCommand {
-  std::string listen = "127.0.0.1:8080";  // --listen HOST:PORT (PORT 0: any free port, printed)
-  std::filesystem::path db = "mooreeval.db";  // --db: SQLite results, jobs and job log
-  std::string queue;                      // --queue redis://HOST:PORT; empty: in-process
-  std::string queue_prefix = "mooreeval";  // --queue-prefix: Redis key/group names
-  double visibility_timeout_seconds = 60;  // --visibility-timeout (Redis reclaim)
-  int max_deliveries = 3;                  // --max-deliveries (then infra_error)
-  int http_threads = 32;                   // --http-threads
-  std::size_t max_batch_jobs = 512;        // --max-batch
+  std::string listen = "127.0.0.1:8080";               // --listen HOST:PORT (PORT 0: any free port, printed)
+  std::filesystem::path db = "mooreeval.db";           // --db: SQLite results, jobs and job log
+  std::string queue;                                   // --queue redis://HOST:PORT; empty: in-process
+  std::string queue_prefix = "mooreeval";              // --queue-prefix: Redis key/group names
+  double visibility_timeout_seconds = 60;              // --visibility-timeout (Redis reclaim)
+  int max_deliveries = 3;                              // --max-deliveries (then infra_error)
+  int http_threads = 32;                               // --http-threads
+  std::size_t max_batch_jobs = 512;                    // --max-batch
   std::size_t max_body_bytes = std::size_t{64} << 20;  // --max-body-bytes
-  double default_deadline_seconds = 300;   // --default-deadline (POST /v1/evaluate)
+  double default_deadline_seconds = 300;               // --default-deadline (POST /v1/evaluate)
 };
 
 struct WorkerCommand {

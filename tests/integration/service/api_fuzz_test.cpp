@@ -55,25 +55,43 @@ class ApiFuzz : public ::testing::Test {
 TEST_F(ApiFuzz, MalformedRequestsGetJsonErrorsAndTheServerStaysUp) {
   const std::vector<std::string> endpoints = {"/v1/jobs", "/v1/batches", "/v1/evaluate", "/v1/jobs/lookup"};
   const std::vector<std::string> bodies = {
-      "", "{", "}", "[]", "null", "42", "\"str\"", "{\"task\":", "{\"task\": 1, \"candidate\": \"x\"}",
-      "{\"task\": \"elementwise/add\"}", "{\"task\": \"elementwise/add\", \"candidate\": 5}",
+      "",
+      "{",
+      "}",
+      "[]",
+      "null",
+      "42",
+      "\"str\"",
+      "{\"task\":",
+      "{\"task\": 1, \"candidate\": \"x\"}",
+      "{\"task\": \"elementwise/add\"}",
+      "{\"task\": \"elementwise/add\", \"candidate\": 5}",
       "{\"task\": \"elementwise/add\", \"candidate\": \"x\", \"candidate_b64\": \"eA==\"}",
       "{\"task\": \"elementwise/add\", \"candidate_b64\": \"not base64!\"}",
-      "{\"task\": \"no/such_task\", \"candidate\": \"x\"}", "{\"task\": \"../../etc/passwd\", \"candidate\": \"x\"}",
+      "{\"task\": \"no/such_task\", \"candidate\": \"x\"}",
+      "{\"task\": \"../../etc/passwd\", \"candidate\": \"x\"}",
       "{\"task\": \"elementwise/add\", \"candidate\": \"x\", \"bogus\": 1}",
       "{\"task\": \"elementwise/add\", \"candidate\": \"x\", \"label\": [1, 2]}",
       "{\"task\": \"elementwise/add\", \"candidate\": \"x\", \"deadline_seconds\": -1}",
       "{\"task\": \"elementwise/add\", \"candidate\": \"x\", \"deadline_seconds\": \"soon\"}",
-      "{\"jobs\": {}}", "{\"jobs\": []}", "{\"jobs\": [1, 2, 3]}", "{\"job_ids\": [\"xyz\"]}", "{\"job_ids\": 7}",
-      std::string(100, '[') + std::string(100, ']'), "{\"a\":" + std::string(5000, '{'),
+      "{\"jobs\": {}}",
+      "{\"jobs\": []}",
+      "{\"jobs\": [1, 2, 3]}",
+      "{\"job_ids\": [\"xyz\"]}",
+      "{\"job_ids\": 7}",
+      std::string(100, '[') + std::string(100, ']'),
+      "{\"a\":" + std::string(5000, '{'),
       "{\"task\": \"elementwise/add\", \"candidate\": \"\xff\xfe\"}",  // not UTF-8 inside JSON
       "{\"task\": \"" + std::string(100000, 'a') + "\", \"candidate\": \"x\"}",
       "{\"task\": \"elementwise/add\", \"candidate\": \"" + std::string((1 << 20) + 10, 'a') + "\"}",
-      "{\"jobs\": [" + [] {
-        std::string s;
-        for (int i = 0; i < 65; ++i) s += std::string(i ? "," : "") + "{\"task\":\"elementwise/add\",\"candidate\":\"x\"}";
-        return s;
-      }() + "]}",
+      "{\"jobs\": [" +
+          [] {
+            std::string s;
+            for (int i = 0; i < 65; ++i)
+              s += std::string(i ? "," : "") + "{\"task\":\"elementwise/add\",\"candidate\":\"x\"}";
+            return s;
+          }() +
+          "]}",
   };
   for (const auto& ep : endpoints)
     for (const auto& b : bodies) expect_client_error(api_->post_raw(ep, b), ep + " <- " + b.substr(0, 60));
@@ -127,8 +145,9 @@ TEST_F(ApiFuzz, MalformedRequestsGetJsonErrorsAndTheServerStaysUp) {
   auto ok = api_->post("/v1/evaluate", {{"task", "elementwise/add"}, {"candidate", "prose, no code"}});
   ASSERT_EQ(ok.status, 200) << ok.raw;
   EXPECT_EQ(ok.body["verdict"]["verdict"], "format_error");
-  auto bytes = api_->post("/v1/evaluate", {{"task", "elementwise/add"},
-                                            {"candidate_b64", service::encode_base64(std::string("\xff\xfe\x00z", 4))}});
+  auto bytes = api_->post("/v1/evaluate",
+                          {{"task", "elementwise/add"},
+                           {"candidate_b64", service::encode_base64(std::string("\xff\xfe\x00z", 4))}});
   ASSERT_EQ(bytes.status, 200) << bytes.raw;
   EXPECT_EQ(bytes.body["verdict"]["verdict"], "format_error");
   EXPECT_TRUE(server_->alive());
@@ -161,7 +180,8 @@ TEST_F(ApiFuzz, JobLifecycleStatusLogCancelAndDeadline) {
 
   // Occupy the single worker with a real candidate, queue another, cancel it, and let a
   // synchronous evaluate behind them hit its deadline.
-  const std::string no_kernel = read_file(fs::path(MUSACODER_SOURCE_DIR) / "tests/fixtures/candidates/no_kernel.py").value();
+  const std::string no_kernel =
+      read_file(fs::path(MUSACODER_SOURCE_DIR) / "tests/fixtures/candidates/no_kernel.py").value();
   auto busy = api_->post("/v1/jobs", {{"task", "elementwise/add"}, {"candidate", no_kernel}});
   ASSERT_EQ(busy.status, 202);
   auto queued = api_->post("/v1/jobs", {{"task", "elementwise/add"}, {"candidate", no_kernel}});

@@ -23,17 +23,18 @@ const fs::path kSource = MUSACODER_SOURCE_DIR;
 const fs::path kBinary = MUSACODER_BINARY_DIR;
 
 struct MixJob {
-  json request;  // {"task", "candidate" | "candidate_b64", "label"}
+  json request;       // {"task", "candidate" | "candidate_b64", "label"}
   bool real = false;  // needs a runner (seconds), not decided at extraction (milliseconds)
 };
 
-json text_job(const std::string& label, const std::string& candidate, const std::string& task = "elementwise/add") {
+json text_job(const std::string& label, const std::string& candidate,
+              const std::string& task = "elementwise/add") {
   return {{"task", task}, {"candidate", candidate}, {"label", label}};
 }
 
 // 200 jobs: a few real CPU candidates first (one needs a g++ build of a torch extension,
-// ~60-100 s on a cold cache with 2 busy cores; the others need the runner only, ~7 s) (so that workers are busy with them when the
-// kill comes), then submissions whose verdict is decided without a runner.
+// ~60-100 s on a cold cache with 2 busy cores; the others need the runner only, ~7 s) (so that workers are
+// busy with them when the kill comes), then submissions whose verdict is decided without a runner.
 std::vector<MixJob> job_mix() {
   std::vector<MixJob> mix;
   auto file = [](const fs::path& p) { return read_file(p).value(); };
@@ -50,7 +51,8 @@ std::vector<MixJob> job_mix() {
         mix.push_back({text_job("empty#" + n, "")});
         break;
       case 1:
-        mix.push_back({text_job("no_code_block#" + n, "I would write a kernel here, but here is prose " + n)});
+        mix.push_back(
+            {text_job("no_code_block#" + n, "I would write a kernel here, but here is prose " + n)});
         break;
       case 2:  // not UTF-8: only base64 can carry it
         mix.push_back({{{"task", "norm/softmax"},
@@ -71,7 +73,8 @@ std::vector<MixJob> job_mix() {
 class Fleet : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (::system("command -v redis-server >/dev/null 2>&1") != 0) GTEST_SKIP() << "redis-server not installed";
+    if (::system("command -v redis-server >/dev/null 2>&1") != 0)
+      GTEST_SKIP() << "redis-server not installed";
     dir_ = fs::temp_directory_path() / ("mooreeval-fleet-" + std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
@@ -92,13 +95,18 @@ class Fleet : public ::testing::Test {
   }
 
   std::vector<std::string> eval_flags() const {
-    return {"--cache-dir", (kBinary / "test-build-cache").string(), "--max-build-seconds", "400",
-            "--max-run-seconds", "120", "--benchmark-iters", "5", "--warmup-iters", "2", "--visibility-timeout",
-            "3", "--max-deliveries", std::to_string(max_deliveries_)};
+    return {"--cache-dir",          (kBinary / "test-build-cache").string(),
+            "--max-build-seconds",  "400",
+            "--max-run-seconds",    "120",
+            "--benchmark-iters",    "5",
+            "--warmup-iters",       "2",
+            "--visibility-timeout", "3",
+            "--max-deliveries",     std::to_string(max_deliveries_)};
   }
   void start_server() {
-    std::vector<std::string> argv = {kMooreEval.string(), "serve", "--listen", "127.0.0.1:0", "--db",
-                                     (dir_ / "fleet.db").string(), "--queue", queue_, "--workers", "0"};
+    std::vector<std::string> argv = {
+        kMooreEval.string(),          "serve",   "--listen", "127.0.0.1:0", "--db",
+        (dir_ / "fleet.db").string(), "--queue", queue_,     "--workers",   "0"};
     for (auto& f : eval_flags()) argv.push_back(f);
     server_ = std::make_unique<Child>(argv, dir_ / "server.log");
     auto port = server_->wait_for("listening on 127\\.0\\.0\\.1:([0-9]+)", 60s);
@@ -136,7 +144,8 @@ class Fleet : public ::testing::Test {
     return out;
   }
   // Waits until every job is done; returns label -> verdict class.
-  std::map<std::string, std::string> wait_all(const std::vector<MixJob>& mix, const std::vector<std::string>& ids,
+  std::map<std::string, std::string> wait_all(const std::vector<MixJob>& mix,
+                                              const std::vector<std::string>& ids,
                                               std::chrono::seconds timeout) {
     const auto end = std::chrono::steady_clock::now() + timeout;
     std::map<std::string, json> jobs;
@@ -227,8 +236,9 @@ TEST_F(Fleet, KilledWorkerLosesNothingAndVerdictsMatchSingleWorker) {
   EXPECT_NE(r.body["worker"].get<std::string>().substr(0, killed_worker.size()), killed_worker);
   const fs::path db = dir_ / "fleet.db";
   EXPECT_EQ(count_rows(db, "SELECT COUNT(*) FROM results"), 400);
-  EXPECT_EQ(count_rows(db, "SELECT COUNT(*) FROM jobs j WHERE NOT EXISTS "
-                           "(SELECT 1 FROM results r WHERE r.job_id = j.id)"),
+  EXPECT_EQ(count_rows(db,
+                       "SELECT COUNT(*) FROM jobs j WHERE NOT EXISTS "
+                       "(SELECT 1 FROM results r WHERE r.job_id = j.id)"),
             0);
   EXPECT_EQ(count_rows(db, "SELECT COUNT(*) FROM job_log WHERE event = 'result_stored'"), 400);
   auto metrics = api_->get("/metrics");
@@ -239,12 +249,13 @@ TEST_F(Fleet, JobThatKeepsKillingWorkersBecomesInfraError) {
   max_deliveries_ = 1;  // the first reclaim already exceeds it
   start_server();
   start_worker("victim");
-  auto r = api_->post("/v1/jobs",
-                      text_job("poison", read_file(kSource / "tests/fixtures/candidates/no_kernel.py").value()));
+  auto r = api_->post(
+      "/v1/jobs", text_job("poison", read_file(kSource / "tests/fixtures/candidates/no_kernel.py").value()));
   ASSERT_EQ(r.status, 202) << r.raw;
   const std::string id = r.body["job_id"];
   const auto end = std::chrono::steady_clock::now() + 60s;
-  while (api_->get("/v1/jobs/" + id).body.value("state", "") != "running" && std::chrono::steady_clock::now() < end)
+  while (api_->get("/v1/jobs/" + id).body.value("state", "") != "running" &&
+         std::chrono::steady_clock::now() < end)
     std::this_thread::sleep_for(50ms);
   workers_.at("victim")->kill(SIGKILL);
   start_worker("heir");

@@ -48,7 +48,9 @@ TEST(ServiceMetrics, VerdictsStagesCacheAndGauges) {
   EXPECT_TRUE(has_line(t, "mooreeval_http_request_seconds_count{route=\"/v1/jobs\"} 2"));
 }
 
-TEST(ServiceMetrics, EscapesLabelValues) { EXPECT_EQ(escape_label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd"); }
+TEST(ServiceMetrics, EscapesLabelValues) {
+  EXPECT_EQ(escape_label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+}
 
 }  // namespace
 }  // namespace musacoder::service

@@ -11,12 +11,14 @@ const TaskLookup kKnown = [](const std::string& id) { return id == "elementwise/
 
 TEST(Request, ParsesAValidJobWithTextOrBase64Candidate) {
   ServiceLimits limits;
-  auto a = parse_job(json{{"task", "elementwise/add"}, {"candidate", "code"}, {"label", "x#1"}}, limits, kKnown);
+  auto a =
+      parse_job(json{{"task", "elementwise/add"}, {"candidate", "code"}, {"label", "x#1"}}, limits, kKnown);
   ASSERT_TRUE(a.ok()) << a.error.message;
   EXPECT_EQ(a.value->candidate, "code");
   EXPECT_EQ(a.value->label, "x#1");
-  auto b = parse_job(json{{"task", "elementwise/add"}, {"candidate_b64", encode_base64(std::string("\xff\x00z", 3))}}, limits,
-                     kKnown);
+  auto b = parse_job(
+      json{{"task", "elementwise/add"}, {"candidate_b64", encode_base64(std::string("\xff\x00z", 3))}},
+      limits, kKnown);
   ASSERT_TRUE(b.ok()) << b.error.message;
   EXPECT_EQ(b.value->candidate, std::string("\xff\x00z", 3));
 }
@@ -34,12 +36,14 @@ TEST(Request, RejectsWithStatusCodeAndFieldName) {
       {json{{"task", 3}, {"candidate", "x"}}, 400, "invalid_request", "'task' must be a string"},
       {json{{"task", "nope"}, {"candidate", "x"}}, 404, "unknown_task", "nope"},
       {json{{"task", "elementwise/add"}}, 400, "invalid_request", "exactly one"},
-      {json{{"task", "elementwise/add"}, {"candidate", "x"}, {"candidate_b64", "eA=="}}, 400, "invalid_request",
-       "exactly one"},
+      {json{{"task", "elementwise/add"}, {"candidate", "x"}, {"candidate_b64", "eA=="}}, 400,
+       "invalid_request", "exactly one"},
       {json{{"task", "elementwise/add"}, {"candidate", std::string(11, 'a')}}, 413, "too_large", "11 bytes"},
       {json{{"task", "elementwise/add"}, {"candidate_b64", "!!!!"}}, 400, "invalid_request", "base64"},
-      {json{{"task", "elementwise/add"}, {"candidate", "x"}, {"extra", 1}}, 400, "invalid_request", "'extra'"},
-      {json{{"task", "elementwise/add"}, {"candidate", "x"}, {"label", 5}}, 400, "invalid_request", "'label'"},
+      {json{{"task", "elementwise/add"}, {"candidate", "x"}, {"extra", 1}}, 400, "invalid_request",
+       "'extra'"},
+      {json{{"task", "elementwise/add"}, {"candidate", "x"}, {"label", 5}}, 400, "invalid_request",
+       "'label'"},
       {json::array(), 400, "invalid_request", "object"},
   };
   for (const auto& c : cases) {
@@ -97,7 +101,8 @@ TEST(Request, EvaluateDeadline) {
 }
 
 TEST(Base64, RoundTripAndStrictness) {
-  for (const std::string& s : std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\x00\xff\x10", 3)})
+  for (const std::string& s :
+       std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\x00\xff\x10", 3)})
     EXPECT_EQ(decode_base64(encode_base64(s)), s);
   EXPECT_EQ(encode_base64("abc"), "YWJj");
   EXPECT_EQ(encode_base64("a"), "YQ==");

@@ -16,7 +16,9 @@ std::unique_ptr<Store> open_memory() {
   return std::move(*s);
 }
 
-JobMessage job(const std::string& task = "elementwise/add") { return {new_job_id(), task, "code", "lbl"}; }
+JobMessage job(const std::string& task = "elementwise/add") {
+  return {new_job_id(), task, "code", "lbl"};
+}
 
 TEST(Store, LifecycleAndExactlyOneResult) {
   auto s = open_memory();
