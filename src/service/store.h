@@ -1,0 +1,114 @@
+// SQLite persistence of the service: jobs, results (with the full verdict JSON) and the
+// job log. The one writer of a service's database is its server process (workers on
+// other hosts send results back through the queue, see docs/service.md).
+//
+// Exactly-once results: `results.job_id` is the primary key and commit_result() inserts
+// with INSERT OR IGNORE inside a transaction that also checks the job's state, so a
+// second result for a job (a reclaimed job re-run by another worker) is ignored and
+// reported as kDuplicate, and a result for a cancelled job is dropped (kCancelled).
+//
+// Thread-safety: every method may be called from any thread; one connection, serialised
+// by an internal mutex (WAL mode, so readers in other processes are not blocked).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "service/job.h"
+
+struct sqlite3;
+
+namespace musacoder::service {
+
+struct StoreOptions {
+  std::filesystem::path path = "mooreeval.db";   // database file; ":memory:" for a private one
+  std::chrono::milliseconds busy_timeout{5000};  // wait this long for another process's lock
+};
+
+struct JobRecord {
+  std::string job_id, task_id, label, candidate_sha256;
+  std::size_t candidate_bytes = 0;
+  JobState state = JobState::kQueued;
+  int attempts = 0;    // deliveries that started evaluating (reclaims raise it)
+  std::string worker;  // consumer that ran the latest attempt
+  double created_at = 0, started_at = 0, finished_at = 0;  // Unix seconds; 0: not yet
+  std::string verdict;                                     // verdict class name once done
+  std::optional<double> reward;                            // null for infra_error
+  std::string verdict_json;                                // full verdict (schema mooreeval.verdict/1)
+};
+
+struct LogEntry {
+  double at = 0;
+  std::string event;   // submitted | started | result_stored | duplicate_result | ...
+  std::string detail;  // free text: worker, attempt, reason
+};
+
+enum class CommitOutcome {
+  kStored,      // the job's one result
+  kDuplicate,   // the job already had a result; this one is ignored
+  kCancelled,   // the job was cancelled first; no result stored
+  kUnknownJob,  // no such job
+};
+
+enum class CancelOutcome { kCancelled, kAlreadyDone, kAlreadyCancelled, kUnknownJob };
+
+struct StateCounts {
+  int64_t queued = 0, running = 0, done = 0, cancelled = 0;
+};
+
+// A job left unfinished by an earlier process (embedded recovery after a crash).
+struct UnfinishedJob {
+  JobMessage job;
+  int attempts = 0;
+};
+
+class Store {
+ public:
+  // Opens (creating if needed) the database and its tables. kInternal on SQLite errors.
+  static Result<std::unique_ptr<Store>> open(const StoreOptions& options);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // Inserts queued jobs, all or none (one transaction), each with a `submitted` log line.
+  // The candidate bytes are kept so that unfinished jobs can be recovered.
+  Status insert_jobs(const std::vector<JobMessage>& jobs);
+
+  // A worker began attempt `attempt` of a job: queued|running -> running. Ignored (ok) for
+  // jobs already done or cancelled.
+  Status mark_running(const std::string& job_id, const std::string& worker, int attempt);
+
+  // Stores the job's result (see the file comment for the exactly-once rule).
+  Result<CommitOutcome> commit_result(const std::string& job_id, const std::string& verdict,
+                                      std::optional<double> reward, const std::string& verdict_json,
+                                      const std::string& worker);
+
+  Result<CancelOutcome> cancel(const std::string& job_id);
+
+  // The job, with its verdict JSON when `with_verdict`; nullopt for an unknown id.
+  Result<std::optional<JobRecord>> get(const std::string& job_id, bool with_verdict = true);
+  Result<std::vector<LogEntry>> log(const std::string& job_id);
+  Status append_log(const std::string& job_id, const std::string& event, const std::string& detail);
+  Result<StateCounts> counts();
+  // Jobs neither done nor cancelled, oldest first.
+  Result<std::vector<UnfinishedJob>> unfinished_jobs();
+  // Number of stored results.
+  Result<int64_t> result_count();
+
+ private:
+  explicit Store(sqlite3* db) : db_(db) {}
+  Status exec(const char* sql);
+  Status append_log_locked(const std::string& job_id, const std::string& event, const std::string& detail);
+
+  std::mutex mu_;
+  sqlite3* db_;  // owned
+};
+
+}  // namespace musacoder::service
