@@ -24,12 +24,29 @@ import sys
 _PR_SET_PDEATHSIG = 1
 
 
+_PRELOAD = ["torch", "numpy", "torch.utils.cpp_extension", "mooreeval_runner.cli", "mooreeval_runner.execute",
+            "mooreeval_runner.inspect_candidate"]
+
+
 def _preload():
-    """What every job needs, imported once: torch and the runner's modules (no CUDA init)."""
-    import numpy  # noqa: F401
-    import torch  # noqa: F401
-    import torch.utils.cpp_extension  # noqa: F401
-    from . import cli, execute, inspect_candidate, loading, tensors, timing  # noqa: F401
+    """Imports what every job needs, once — each module only if importing it leaves forked
+    children able to use CUDA (tried first in a throwaway child). Returns the skipped ones."""
+    import importlib
+    skipped = []
+    for name in _PRELOAD:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                importlib.import_module(name)
+                os._exit(1 if _fork_poisoned() else 0)
+            except BaseException:  # noqa: BLE001
+                os._exit(2)
+        _, status = os.waitpid(pid, 0)
+        if os.WEXITSTATUS(status) == 0:
+            importlib.import_module(name)
+        else:
+            skipped.append(name)
+    return skipped
 
 
 def _recv_request(conn):
@@ -73,8 +90,28 @@ def _run_job(request, fds, listener, conns, wake_fds):
     os._exit(0)
 
 
+def _fork_poisoned():
+    """Whether a child forked now could not use CUDA (torch marks children of a process that
+    initialised CUDA, or merely counted devices, as a bad fork)."""
+    check = getattr(__import__("torch")._C, "_cuda_isInBadFork", None)
+    if check is None:  # a CPU-only torch
+        return False
+    pid = os.fork()
+    if pid == 0:
+        os._exit(1 if check() else 0)
+    _, status = os.waitpid(pid, 0)
+    return os.WEXITSTATUS(status) != 0
+
+
 def serve(socket_path):
-    _preload()
+    status_path = socket_path + ".status"
+    skipped = _preload()
+    if "torch" in skipped or _fork_poisoned():
+        # Forked jobs could not use the GPU: refuse, and the orchestrator starts runners cold.
+        with open(status_path, "w") as f:
+            f.write("refused: CUDA was initialised while importing torch and the runner; "
+                    "forked jobs could not use the GPU")
+        return 3
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     if os.path.exists(socket_path):
         os.unlink(socket_path)
@@ -85,6 +122,8 @@ def serve(socket_path):
     os.dup2(log, 1)
     os.dup2(log, 2)
     os.close(log)
+    if skipped:
+        print("zygote: not preloaded (importing them would poison forked CUDA jobs): %s" % skipped, flush=True)
     jobs = {}  # connection -> job pid
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)

@@ -45,6 +45,10 @@ Result<std::unique_ptr<WarmRunner>> WarmRunner::start(const RunnerOptions& optio
   // The zygote binds its socket once torch is imported: poll for that, bounded.
   const auto give_up = std::chrono::steady_clock::now() + startup_deadline;
   while (!warm->healthy()) {
+    if (auto refusal = read_file(warm->dir_.path() / "zygote.sock.status", 4096); refusal.ok()) {
+      warm->zygote_.reset();
+      return failed_precondition("the warm runner refused to start: " + *refusal);
+    }
     if (std::chrono::steady_clock::now() >= give_up) {
       // ~WarmRunner kills it; whatever it printed says why.
       warm->zygote_.reset();

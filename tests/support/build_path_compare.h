@@ -41,6 +41,9 @@ inline void expect_same_verdict_both_paths(build::Backend backend, const PathCas
   eval::Evaluator lean(lean_options), full(full_options);
   const eval::Verdict a = evaluate_file(lean, c.task, kSourceDir / c.file);
   const eval::Verdict b = evaluate_file(full, c.task, kSourceDir / c.file);
+  // Two infrastructure failures would "agree" without saying anything about the paths.
+  ASSERT_NE(a.verdict, eval::VerdictClass::kInfraError) << a.message << "\n" << a.log;
+  ASSERT_NE(b.verdict, eval::VerdictClass::kInfraError) << b.message << "\n" << b.log;
   EXPECT_EQ(eval::verdict_name(a.verdict), eval::verdict_name(b.verdict))
       << "lean: " << a.message << "\nfull: " << b.message << "\nlean log: " << a.log;
   EXPECT_EQ(a.compiled, b.compiled);
