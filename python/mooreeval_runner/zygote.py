@@ -105,6 +105,9 @@ def _fork_poisoned():
 
 def serve(socket_path):
     status_path = socket_path + ".status"
+    # torch.utils.cpp_extension calls torch.cuda.is_available() at import; the NVML-based
+    # check answers without initialising CUDA, so forked jobs can still use the GPU.
+    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
     skipped = _preload()
     if "torch" in skipped or _fork_poisoned():
         # Forked jobs could not use the GPU: refuse, and the orchestrator starts runners cold.
