@@ -170,8 +170,7 @@ const build::LeanShim* Evaluator::lean_shim(const build::Toolchain& toolchain) {
                                        std::max(options_.max_build, std::chrono::milliseconds(600000)));
   if (!shim.ok()) {
     lean_note_ = shim.status().message();
-    std::fprintf(stderr, "mooreeval: lean build path unavailable, using full builds: %s\n",
-                 lean_note_.c_str());
+    std::fprintf(stderr, "mooreeval: lean build path unavailable, using full builds: %s\n", lean_note_.c_str());
     return nullptr;
   }
   lean_shim_ = std::move(shim).value();
@@ -194,8 +193,7 @@ run::RunnerOptions Evaluator::runner_options() {
       warm_ = std::move(warm).value();
     } else {
       warm_note_ = warm.status().message();
-      std::fprintf(stderr, "mooreeval: warm runner unavailable, starting runners cold: %s\n",
-                   warm_note_.c_str());
+      std::fprintf(stderr, "mooreeval: warm runner unavailable, starting runners cold: %s\n", warm_note_.c_str());
     }
   }
   r.warm = warm_;
