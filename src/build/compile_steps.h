@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/subprocess.h"
+
 namespace musacoder::build {
 
 enum class BuildOutcome { kOk, kCompileError, kTimeout, kInfraError };
@@ -17,9 +19,11 @@ struct CompileStep {
 
 // Runs `compiles` concurrently in `cwd`, then `link` if they all succeeded. Appends each
 // command line and its output to `log`. A compiler killed by a signal or missing is
-// kInfraError (not the candidate's fault); a non-zero exit is kCompileError.
+// kInfraError (not the candidate's fault); a non-zero exit is kCompileError. `sandbox`
+// (src/sandbox; empty: none) turns each step's process into a sandboxed one.
 BuildOutcome run_compile_steps(const std::vector<CompileStep>& compiles, const CompileStep& link,
-                               const std::filesystem::path& cwd, std::chrono::steady_clock::time_point deadline,
+                               const std::filesystem::path& cwd,
+                               std::chrono::steady_clock::time_point deadline, const ProcessWrapper& sandbox,
                                std::string& log);
 
 }  // namespace musacoder::build

@@ -32,7 +32,8 @@ namespace {
 
 // Writes the sources of one path into `dir` and runs its steps.
 BuildOutcome build_in(const ExtensionSpec& spec, const std::string& cpp, const std::vector<CompileStep>& steps,
-                      const fs::path& dir, Clock::time_point deadline, std::string& log) {
+                      const fs::path& dir, Clock::time_point deadline, const ProcessWrapper& sandbox,
+                      std::string& log) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !write_file_atomic(dir / "main.cpp", cpp).ok()) {
@@ -46,7 +47,7 @@ BuildOutcome build_in(const ExtensionSpec& spec, const std::string& cpp, const s
   std::vector<CompileStep> compiles = steps;
   const CompileStep link = compiles.back();
   compiles.pop_back();
-  return run_compile_steps(compiles, link, dir, deadline, log);
+  return run_compile_steps(compiles, link, dir, deadline, sandbox, log);
 }
 
 // The first lines of a failed lean attempt: enough to see what the lean headers lacked.
@@ -128,7 +129,7 @@ BuildReport build_extensions(const std::vector<ExtensionSpec>& specs, const Tool
       const fs::path lean_dir = dir / "lean";
       const BuildOutcome o = build_in(spec, lean_cpp_source(spec),
                                       lean_build_steps(spec, toolchain, *options.lean_shim, lean_dir, lean_dir / lib_name),
-                                      lean_dir, deadline, lean_log);
+                                      lean_dir, deadline, options.sandbox, lean_log);
       if (o == BuildOutcome::kOk) {
         cache.publish(lean_key, lean_dir / lib_name);
         use(lean_dir / lib_name, true);
@@ -148,7 +149,7 @@ BuildReport build_extensions(const std::vector<ExtensionSpec>& specs, const Tool
     }
     const BuildOutcome o =
         build_in(spec, generated_cpp_source(spec), full_build_steps(spec, toolchain, dir, dir / lib_name), dir,
-                 deadline, report.log);
+                 deadline, options.sandbox, report.log);
     if (o != BuildOutcome::kOk) return finish(o);
     cache.publish(full_key, dir / lib_name);
     use(dir / lib_name, false);

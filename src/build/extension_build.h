@@ -19,6 +19,7 @@
 #include "build/lean_build.h"
 #include "build/toolchain.h"
 #include "core/status.h"
+#include "core/subprocess.h"
 
 namespace musacoder::build {
 
@@ -36,6 +37,7 @@ struct BuildOptions {
   // lean headers cannot compile is a compile error; for testing); full = load_inline's build.
   BuildPath path = BuildPath::kAuto;
   const LeanShim* lean_shim = nullptr;  // the prepared shim; null: no lean path (owned by the caller)
+  ProcessWrapper sandbox;  // applied to every compiler/linker process (src/sandbox); empty: none
 };
 
 struct BuiltExtension {

@@ -119,7 +119,7 @@ Result<LeanShim> prepare_lean_shim(const Toolchain& toolchain, Backend backend, 
   const CompileStep link = steps.back();
   steps.pop_back();
   std::string log;
-  const BuildOutcome o = run_compile_steps(steps, link, dir, deadline, log);
+  const BuildOutcome o = run_compile_steps(steps, link, dir, deadline, /*sandbox=*/{}, log);
   if (o != BuildOutcome::kOk)
     return internal_error("building the lean shim failed (the lean path is off): " + truncate_middle(log, 2000));
   shim.library = cache.publish(key, dir / lib_name);

@@ -27,7 +27,7 @@ std::vector<std::string> build_environment(const ProcessOptions& o) {
   std::set<std::string> drop(o.env_unset.begin(), o.env_unset.end());
   for (const auto& [k, v] : o.env_set) drop.insert(k);
   std::vector<std::string> env;
-  for (char** e = environ; e && *e; ++e) {
+  for (char** e = o.clear_env ? nullptr : environ; e && *e; ++e) {
     std::string entry(*e);
     auto eq = entry.find('=');
     if (eq == std::string::npos || drop.count(entry.substr(0, eq))) continue;
@@ -158,6 +158,8 @@ Subprocess::~Subprocess() = default;
 
 Result<std::unique_ptr<Subprocess>> Subprocess::spawn(const ProcessOptions& options) {
   if (options.argv.empty()) return invalid_argument("spawn: empty argv");
+  for (int fd : options.inherit_fds)
+    if (fd <= 3) return invalid_argument("spawn: inherited fd " + std::to_string(fd) + " collides with 0-3");
   // A child that closes stdin early must not kill us with SIGPIPE.
   static const bool sigpipe_ignored = [] { return ::signal(SIGPIPE, SIG_IGN) != SIG_ERR; }();
   (void)sigpipe_ignored;
@@ -192,6 +194,13 @@ Result<std::unique_ptr<Subprocess>> Subprocess::spawn(const ProcessOptions& opti
     ::dup2(out[1], 1);
     ::dup2(err[1], 2);
     ::dup2(ctl[1], 3);
+    for (int fd : options.inherit_fds) ::fcntl(fd, F_SETFD, 0);
+    if (options.child_setup) {
+      if (int e = options.child_setup(); e != 0) {
+        (void)!::write(exec_err[1], &e, sizeof e);
+        ::_exit(127);
+      }
+    }
     if (!options.cwd.empty() && ::chdir(options.cwd.c_str()) != 0) {
       int e = errno;
       (void)!::write(exec_err[1], &e, sizeof e);
@@ -263,7 +272,10 @@ ProcessResult Subprocess::wait() {
     s.reap_if_exited();
     s.kill_at_deadline();
     if (s.exited && s.out_fd < 0 && s.err_fd < 0) break;
-    int rc = s.pump(s.exited ? 50 : 20);
+    // Once both output pipes are closed only the exit is left to see: look often, or every
+    // short process would pay up to 20 ms for the reap.
+    const bool pipes_closed = s.out_fd < 0 && s.err_fd < 0;
+    int rc = s.pump(s.exited ? 50 : pipes_closed ? 2 : 20);
     if (rc < 0 && errno != EINTR) break;
     if (s.exited && rc == 0) break;  // a pipe held by a process that escaped the group
   }

@@ -3,7 +3,7 @@
 // The child is placed in its own process group; on deadline (or when a Subprocess is
 // destroyed while running) the whole group is killed with SIGKILL, so helpers the child
 // started die with it. Children that leave the group (setsid) are the sandbox's concern
-// (cgroups), not this layer's.
+// (src/sandbox: a pid namespace whose init dies with the child), not this layer's.
 //
 // Besides stdin/stdout/stderr the child gets a control pipe on fd 3 (write end): a runner
 // announces "ready" lines there without mixing them into output that candidate code can
@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -35,7 +36,22 @@ struct ProcessOptions {
   bool keep_stdin_open = false;                // true: send_stdin() may write more later
   std::chrono::milliseconds deadline{30000};   // wall clock from spawn to kill
   std::size_t max_output_bytes = 1 << 20;      // per stream; the rest is drained and dropped
+  bool clear_env = false;                      // true: the child gets env_set only, nothing inherited
+  // Open fds the child keeps at the same number (close-on-exec cleared in the child only).
+  // Each must be > 3 (0-3 are the standard streams and the control pipe).
+  std::vector<int> inherit_fds;
+  // Runs in the child between fork and exec, after the fds are in place and before chdir.
+  // Async-signal-safe calls only (no allocation, no locks). Returns 0, or an errno value
+  // that makes spawn() fail with that error.
+  std::function<int()> child_setup;
+  // Held until the Subprocess is destroyed: resources the child uses (a sandbox's seccomp
+  // program fd, its cgroup). Shared so that ProcessOptions stays copyable.
+  std::shared_ptr<const void> keep_alive;
 };
+
+// Turns a job's ProcessOptions into the ones to spawn (e.g. a sandboxed command line).
+// Empty: spawn as given.
+using ProcessWrapper = std::function<Result<ProcessOptions>(ProcessOptions)>;
 
 struct ProcessResult {
   int exit_code = -1;       // valid when !signaled && !timed_out

@@ -1,12 +1,14 @@
 #include "eval/evaluator.h"
 
 #include <cstdio>
+#include <iostream>
 #include <random>
 #include <thread>
 
 #include "candidate/extract.h"
 #include "core/files.h"
 #include "core/text.h"
+#include "eval/job_sandbox.h"
 #include "verify/compare.h"
 #include "verify/output_file.h"
 
@@ -198,6 +200,28 @@ run::RunnerOptions Evaluator::runner_options() {
   return r;
 }
 
+Result<sandbox::Sandbox*> Evaluator::sandbox() {
+  std::lock_guard<std::mutex> lock(sandbox_mu_);
+  if (sandbox_error_) return *sandbox_error_;
+  if (sandbox_) return sandbox_.get();
+  sandbox::SandboxOptions o = options_.sandbox;
+  o.python = options_.runner.python;
+  auto created = sandbox::Sandbox::create(o);
+  if (!created.ok()) {
+    sandbox_error_ = created.status();
+    return created.status();
+  }
+  sandbox_ = std::move(created).value();
+  if (!sandbox_->active() && o.mode != sandbox::SandboxMode::kOff)
+    std::cerr << "mooreeval: warning: " << sandbox_->reason() << "\n";
+  else if (sandbox_->active() && !sandbox_->reason().empty())
+    std::cerr << "mooreeval: sandbox on, degraded: " << sandbox_->reason() << "\n";
+  if (sandbox_->active() && options_.warm_runners)
+    std::cerr << "mooreeval: sandbox on: inspect and candidate runners start cold in their sandbox (the warm "
+                 "runner serves the trusted reference only)\n";
+  return sandbox_.get();
+}
+
 Status Evaluator::prepare() {
   if (options_.backend == build::Backend::kMusa) {
     // The MUSA toolchain is mcc from the MUSA SDK, with torch_musa on the Python side.
@@ -217,6 +241,7 @@ Status Evaluator::prepare() {
       return failed_precondition("CUDA toolkit not found: torch.utils.cpp_extension sees no nvcc");
     if (!t->cuda_available) return failed_precondition("the cuda backend needs a GPU, but torch sees none");
   }
+  if (auto sb = sandbox(); !sb.ok()) return sb.status();
   lean_shim(*t);     // build it now rather than during the first candidate
   runner_options();  // and start the warm runner
   if (options_.build_path == build::BuildPath::kLean && !lean_shim(*t))
@@ -288,11 +313,25 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   auto toolchain = this->toolchain();
   if (!toolchain.ok())
     return finalize(d.fail(VerdictClass::kInfraError, "prepare", toolchain.status().message()));
+  auto sandbox = this->sandbox();
+  if (!sandbox.ok())
+    return finalize(d.fail(VerdictClass::kInfraError, "prepare", sandbox.status().message()));
+  d.v.config["sandbox"] = (*sandbox)->settings();
+  auto job_sandbox = (*sandbox)->for_job();  // one uid for every process of this evaluation
+  if (!job_sandbox.ok())
+    return finalize(d.fail(VerdictClass::kInfraError, "prepare", job_sandbox.status().message()));
+  const sandbox::JobSandbox& jail = *job_sandbox;
   auto work = TempDir::create("mooreeval-job-", options_.work_root);
   if (!work.ok()) return finalize(d.fail(VerdictClass::kInfraError, "prepare", work.status().message()));
   if (options_.keep_work_dirs) work->keep();
-  const fs::path dir = work->path();
+  auto dirs = make_job_dirs(work->path());
+  if (!dirs.ok()) return finalize(d.fail(VerdictClass::kInfraError, "prepare", dirs.status().message()));
+  const fs::path dir = dirs->root;
   const fs::path candidate_path = dir / "candidate.py";
+  const fs::path task_path = fs::absolute(task.path);
+  const fs::path runner_dir = fs::absolute(options_.runner.runner_dir);
+  const auto run_kind =
+      options_.backend == build::Backend::kCpu ? sandbox::JobKind::kRunCpu : sandbox::JobKind::kRunCuda;
   if (!write_file_atomic(candidate_path, submission_code->source).ok())
     return finalize(d.fail(VerdictClass::kInfraError, "prepare", "cannot write the candidate file"));
 
@@ -302,7 +341,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   for (int i = 0; i < task.trials; ++i) trial_seeds.push_back(next_seed());
   const std::string device =
       options_.backend == build::Backend::kCpu ? "cpu" : "cuda:" + std::to_string(options_.gpu_index);
-  json common = {{"task_path", task.path.string()},
+  json common = {{"task_path", task_path.string()},
                  {"device", device},
                  {"trial_seeds", trial_seeds},
                  {"init_seed", init_seed},
@@ -314,18 +353,40 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
 
   // The reference process starts now, imports torch while we build, and waits at its gate.
   json ref_job = common;
-  ref_job["outputs_path"] = (dir / "reference.bin").string();
+  ref_job["outputs_path"] = (dirs->reference / "reference.bin").string();
   const auto ref_deadline = options_.max_build + 3 * options_.max_run + std::chrono::milliseconds(60000);
   const run::RunnerOptions runner = runner_options();
-  auto reference = run::RunnerSession::start(runner, {"reference", ref_job, dir, ref_deadline, {}});
+  // A warm job is forked by the zygote, outside any per-job sandbox: with the sandbox on,
+  // only the reference (trusted task code) may run warm; candidate code starts cold inside.
+  run::RunnerOptions cold = runner;
+  if (jail.active()) cold.warm.reset();
+  const bool ref_warm = runner.warm != nullptr;
+  auto reference = run::RunnerSession::start(
+      runner,
+      {"reference",
+       ref_job,
+       dirs->reference,
+       ref_deadline,
+       {},
+       ref_warm ? ProcessWrapper{}
+                : jail.wrapper({run_kind, dirs->reference, {runner_dir, task_path}, options_.gpu_index})});
   if (!reference.ok())
     return finalize(d.fail(VerdictClass::kInfraError, "run", reference.status().message()));
 
   // 2. Inspect: parse, static findings, load_inline specs.
   t0 = Clock::now();
-  json inspect_job = {{"candidate_path", candidate_path.string()}, {"task_path", task.path.string()}};
+  json inspect_job = {{"candidate_path", candidate_path.string()}, {"task_path", task_path.string()}};
   auto inspected = run::run_runner(
-      runner, {"inspect", inspect_job, dir, options_.max_run, {{"CUDA_VISIBLE_DEVICES", ""}}});
+      cold, {"inspect",
+             inspect_job,
+             dirs->inspect,
+             options_.max_run,
+             {{"CUDA_VISIBLE_DEVICES", ""}},
+             jail.wrapper({sandbox::JobKind::kRunCpu,
+                           dirs->inspect,
+                           {runner_dir, task_path, candidate_path},
+                           0,
+                           /*limit_address_space=*/options_.backend == build::Backend::kCpu})});
   d.v.seconds.inspect = since(t0);
   if (!inspected.ok())
     return finalize(d.fail(VerdictClass::kInfraError, "inspect", inspected.status().message()));
@@ -358,6 +419,15 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   bopts.path = options_.build_path;
   bopts.lean_shim = lean_shim(*toolchain);
   const build::LeanShim* shim = bopts.lean_shim;
+  if (jail.active()) {
+    // Compilers see the toolchain (and the lean shim) and their own build dir, nothing else.
+    std::vector<fs::path> ro = toolchain_read_only(*toolchain);
+    if (shim) ro.insert(ro.end(), {shim->include_dir, shim->shadow_dir, shim->library});
+    bopts.sandbox = [&jail, ro](ProcessOptions p) {
+      sandbox::SandboxJob job{sandbox::JobKind::kBuild, fs::path(p.cwd), ro, 0};
+      return jail.wrap(std::move(p), job);
+    };
+  }
   build::BuildReport built;
   {
     // A build slot bounds concurrent compiles to the cores, whatever the number of workers.
@@ -404,17 +474,27 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   ref.command("run");
   json cand_job = common;
   cand_job["candidate_path"] = candidate_path.string();
-  cand_job["outputs_path"] = (dir / "candidate.bin").string();
+  cand_job["outputs_path"] = (dirs->candidate / "candidate.bin").string();
   cand_job["poison_bytes"] = options_.poison_bytes;
   cand_job["poison_host"] = true;
   cand_job["extensions"] = json::array();
+  std::vector<fs::path> cand_read_only = {runner_dir, task_path, candidate_path};
   for (const auto& e : built.extensions) {
     json entry = {{"name", e.name}, {"path", e.library.string()}};
-    if (e.lean && shim) entry["lean_shim"] = shim->library.string();
+    cand_read_only.push_back(fs::absolute(e.library));
+    if (e.lean && shim) {
+      entry["lean_shim"] = shim->library.string();
+      cand_read_only.push_back(fs::absolute(shim->library));
+    }
     cand_job["extensions"].push_back(entry);
   }
-  auto cand_session =
-      run::RunnerSession::start(runner, {"candidate", cand_job, dir, options_.max_run, {}});
+  auto cand_session = run::RunnerSession::start(
+      cold, {"candidate",
+             cand_job,
+             dirs->candidate,
+             options_.max_run,
+             {},
+             jail.wrapper({run_kind, dirs->candidate, cand_read_only, options_.gpu_index})});
   if (!cand_session.ok())
     return finalize(d.fail(VerdictClass::kInfraError, "run", cand_session.status().message()));
   run::RunnerSession& cand = **cand_session;
@@ -435,8 +515,8 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   d.v.seconds.run = since(t0);
 
   // 6. Numeric check.
-  auto ref_out = verify::read_output_file(dir / "reference.bin");
-  auto cand_out = verify::read_output_file(dir / "candidate.bin");
+  auto ref_out = verify::read_output_file(dirs->reference / "reference.bin");
+  auto cand_out = verify::read_output_file(dirs->candidate / "candidate.bin");
   if (!ref_out.ok() || !cand_out.ok()) {
     ref.finish();
     cand.finish();

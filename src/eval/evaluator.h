@@ -24,6 +24,7 @@
 #include "legality/legality.h"
 #include "reward/reward.h"
 #include "run/runner.h"
+#include "sandbox/sandbox.h"
 #include "task/task.h"
 
 namespace musacoder::eval {
@@ -56,6 +57,7 @@ struct EvalOptions {
   reward::RewardOptions reward;
   legality::LegalityOptions legality;
   run::RunnerOptions runner;
+  sandbox::SandboxOptions sandbox;  // --sandbox on|off|auto; sandbox.python is taken from runner.python
 
   nlohmann::json to_json() const;  // the resolved settings, saved with every verdict
 };
@@ -90,11 +92,17 @@ class Evaluator {
   // The runner options for one job: with the warm runner when it is on and healthy (it is
   // (re)started here), else cold interpreter starts.
   run::RunnerOptions runner_options();
+  // The sandbox, created on first use (logs once to stderr when it is off or degraded).
+  // Non-ok only in mode on when no sandbox works here.
+  Result<sandbox::Sandbox*> sandbox();
   uint64_t next_seed();
 
   EvalOptions options_;
   std::mutex mu_;  // guards toolchain_, rng state
   std::optional<build::Toolchain> toolchain_;
+  std::mutex sandbox_mu_;  // guards sandbox_, sandbox_error_
+  std::unique_ptr<sandbox::Sandbox> sandbox_;
+  std::optional<Status> sandbox_error_;
   uint64_t seed_state_ = 0;
   std::unique_ptr<std::counting_semaphore<>> run_slots_;
   std::unique_ptr<std::counting_semaphore<>> build_slots_;

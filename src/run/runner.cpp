@@ -75,13 +75,20 @@ Result<CallFiles> prepare(const RunnerCall& call) {
   return f;
 }
 
+Result<ProcessOptions> sandboxed(const RunnerCall& call, ProcessOptions p) {
+  if (!call.sandbox) return p;
+  return call.sandbox(std::move(p));
+}
+
 }  // namespace
 
 Result<std::unique_ptr<RunnerSession>> RunnerSession::start(const RunnerOptions& options,
                                                             const RunnerCall& call) {
   auto files = prepare(call);
   if (!files.ok()) return files.status();
-  auto child = Subprocess::spawn(process_options(options, call, files->job, files->result, files->phase));
+  auto process = sandboxed(call, process_options(options, call, files->job, files->result, files->phase));
+  if (!process.ok()) return process.status();
+  auto child = Subprocess::spawn(*process);
   if (!child.ok()) return child.status();
   std::unique_ptr<RunnerSession> s(new RunnerSession());
   s->process_ = std::move(child).value();
@@ -111,7 +118,9 @@ Result<RunnerOutcome> run_runner(const RunnerOptions& options, const RunnerCall&
   if (!files.ok()) return files.status();
   auto p = process_options(options, call, files->job, files->result, files->phase);
   p.keep_stdin_open = false;
-  auto process = run_process(p);
+  auto wrapped = sandboxed(call, std::move(p));
+  if (!wrapped.ok()) return wrapped.status();
+  auto process = run_process(*wrapped);
   if (!process.ok()) return process.status();
   return collect(std::move(process).value(), files->result, files->phase);
 }

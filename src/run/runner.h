@@ -36,6 +36,7 @@ struct RunnerCall {
   std::filesystem::path work_dir;  // job, result and phase files go here
   std::chrono::milliseconds deadline{30000};
   std::map<std::string, std::string> env;  // per-call environment additions
+  ProcessWrapper sandbox;                  // applied to the runner process (src/sandbox); empty: none
 };
 
 struct RunnerOutcome {

@@ -24,7 +24,8 @@ namespace fs = std::filesystem;
 struct CommonFlags {
   std::string backend = "cpu", reward_scheme = "lesson", python = "python3", runner_dir, cache_dir, work_dir;
   std::string build_path = "auto";
-  double max_build_seconds = 60, max_run_seconds = 30, cache_max_gb = 20;
+  double max_build_seconds = 60, max_run_seconds = 30, cache_max_gb = 20, sandbox_memory_gb = 8;
+  std::string sandbox = "auto", sandbox_cgroup;
   uint64_t seed = 0;
   bool no_cache = false, no_op_check = false, no_warm = false;
 };
@@ -73,6 +74,15 @@ void add_common(CLI::App* app, CommonFlags& f, EvalOptions& o) {
   app->add_option("--work-dir", f.work_dir, "parent of per-job temp dirs");
   app->add_flag("--keep-work-dirs", o.keep_work_dirs, "keep per-job dirs for debugging");
   app->add_flag("--no-runtime-op-check", f.no_op_check, "skip the dispatched-ops legality check");
+  app->add_option("--sandbox", f.sandbox,
+                  "per-job sandbox: on | off | auto (auto: on where it works, else off with a logged reason)")
+      ->capture_default_str();
+  app->add_option("--sandbox-cgroup", f.sandbox_cgroup,
+                  "delegated cgroup v2 dir for per-job memory/pids limits (default: this process's cgroup)");
+  app->add_option("--sandbox-memory-gb", f.sandbox_memory_gb,
+                  "memory limit per sandboxed process tree (cgroup memory.max, else RLIMIT_AS for CPU jobs)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.25, 4096.0));
 }
 
 // Resolves flags into EvalOptions; returns an error message or "".
@@ -95,6 +105,11 @@ std::string resolve(const CommonFlags& f, CLI::App* app, EvalOptions& o) {
   o.max_run = std::chrono::milliseconds(static_cast<long>(f.max_run_seconds * 1000));
   if (app->count("--seed")) o.seed = f.seed;
   o.legality.check_runtime_ops = !f.no_op_check;
+  auto sandbox_mode = musacoder::sandbox::parse_sandbox_mode(f.sandbox);
+  if (!sandbox_mode.ok()) return sandbox_mode.status().message();
+  o.sandbox.mode = *sandbox_mode;
+  o.sandbox.cgroup_parent = f.sandbox_cgroup;
+  o.sandbox.memory_bytes = static_cast<std::size_t>(f.sandbox_memory_gb * double(1 << 30));
   o.runner.python = f.python;
   auto runner_dir = musacoder::run::locate_runner_dir(f.runner_dir);
   if (!runner_dir.ok()) return runner_dir.status().message();

@@ -1,7 +1,13 @@
 #include "core/subprocess.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <memory>
 
 namespace musacoder {
 namespace {
@@ -74,6 +80,81 @@ TEST(Subprocess, ControlLineIsNulloptWhenChildExits) {
   auto child = Subprocess::spawn(o);
   ASSERT_TRUE(child.ok());
   EXPECT_FALSE((*child)->read_control_line().has_value());
+}
+
+}  // namespace
+}  // namespace musacoder
+
+namespace musacoder {
+namespace {
+
+TEST(SubprocessSandboxHooks, ClearEnvPassesOnlyEnvSet) {
+  ::setenv("MC_SUBPROCESS_TEST_INHERITED", "leak", 1);
+  ProcessOptions o;
+  o.argv = {"/usr/bin/env"};
+  o.clear_env = true;
+  o.env_set = {{"ONLY", "this"}};
+  auto r = run_process(o);
+  ::unsetenv("MC_SUBPROCESS_TEST_INHERITED");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->stdout_text, "ONLY=this\n");
+}
+
+TEST(SubprocessSandboxHooks, InheritedFdsStayOpenOthersAreClosed) {
+  int p[2];
+  ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+  int kept = ::fcntl(p[1], F_DUPFD_CLOEXEC, 20);
+  ProcessOptions o;
+  o.argv = {"/bin/bash", "-c",  // bash: dash takes single-digit fds only
+            "echo via-kept >&" + std::to_string(kept) + " && echo via-other >&" + std::to_string(p[1])};
+  o.inherit_fds = {kept};
+  auto r = run_process(o);
+  ::close(kept);
+  ::close(p[1]);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->succeeded());  // the second fd was close-on-exec
+  char buf[64] = {};
+  ssize_t n = ::read(p[0], buf, sizeof buf - 1);
+  ::close(p[0]);
+  EXPECT_EQ(std::string(buf, n > 0 ? n : 0), "via-kept\n");
+}
+
+TEST(SubprocessSandboxHooks, LowInheritedFdsAreRejected) {
+  ProcessOptions o;
+  o.argv = {"/bin/true"};
+  o.inherit_fds = {3};
+  EXPECT_FALSE(run_process(o).ok());
+}
+
+TEST(SubprocessSandboxHooks, ChildSetupRunsBeforeExecAndItsErrorFailsTheSpawn) {
+  ProcessOptions o;
+  o.argv = {"/bin/sh", "-c", "ulimit -c"};
+  o.child_setup = [] {
+    rlimit r{0, 0};
+    return ::setrlimit(RLIMIT_CORE, &r) == 0 ? 0 : errno;
+  };
+  auto r = run_process(o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->stdout_text, "0\n");
+  o.child_setup = [] { return EPERM; };
+  auto failed = run_process(o);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("Operation not permitted"), std::string::npos);
+}
+
+TEST(SubprocessSandboxHooks, KeepAliveLivesAsLongAsTheProcess) {
+  auto token = std::make_shared<int>(7);
+  std::weak_ptr<int> watch = token;
+  ProcessOptions o;
+  o.argv = {"/bin/true"};
+  o.keep_alive = std::move(token);
+  auto child = Subprocess::spawn(o);
+  ASSERT_TRUE(child.ok());
+  o.keep_alive.reset();
+  EXPECT_FALSE(watch.expired());
+  (*child)->wait();
+  child = Result<std::unique_ptr<Subprocess>>(internal_error("released"));
+  EXPECT_TRUE(watch.expired());
 }
 
 }  // namespace
