@@ -235,11 +235,14 @@ def run_candidate(job):
     task = load_module_from_path(job["task_path"], "mooreeval_task")
     if _gate(job, "loaded", "run") != "run":
         return {"status": "ok", "timing": None, "cancelled": True}
-    snapshot = HarnessSnapshot()  # before any candidate code runs
     extension_calls = ExtensionCalls()
+    watch = CallWatch(extension_calls)
+    watch.warm_up()
+    if device.startswith("cuda"):
+        import torch.profiler  # noqa: F401  (imported by the harness, before the snapshot)
+    snapshot = HarnessSnapshot()  # before any candidate code runs
     phase.mark("candidate_loading")  # from here on, a crash is the candidate's
     result = {"status": "ok", "timing": None}
-    watch = None
     try:
         with prebuilt_load_inline(job["extensions"], extension_calls.wrap):
             module = load_module_from_path(job["candidate_path"], "mooreeval_candidate")
@@ -248,7 +251,6 @@ def run_candidate(job):
             if isinstance(model, torch.nn.Module):
                 model = model.to(device).eval()
         phase.mark("candidate_running")
-        watch = CallWatch(extension_calls)
         trials, mutated = _run_trials(model, task, job, device, watch)
         result["inputs_mutated"] = mutated >= 0
         if mutated >= 0:

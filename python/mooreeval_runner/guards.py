@@ -108,6 +108,14 @@ class CallWatch:
         self.findings = {}
         self.calls = 0
 
+    def warm_up(self):
+        """Enters the dispatch mode once: the first entry imports torch._dynamo, which wraps
+        torch functions (torch.manual_seed, ...); that must happen before the snapshot."""
+        import torch
+        with self._mode_type():
+            torch.empty(1).fill_(0)
+        self.ops.clear()
+
     def _note(self, rule, message):
         self.findings.setdefault(rule, message)
 
