@@ -184,7 +184,7 @@ def run_reference(job):
     return result
 
 
-def _consistency_calls(model, task, job, device, watch, timed_output):
+def _consistency_calls(model, task, job, device, watch, timed_output, before_profile):
     """Calls that must give the reference's answers too: the last timed call, fresh inputs,
     the same input objects again, the same objects overwritten in place, new objects (and on
     CUDA a profiled call). Outputs are kept, not cloned, until written: an output buffer
@@ -219,6 +219,7 @@ def _consistency_calls(model, task, job, device, watch, timed_output):
     other = _make_inputs(task, seeds[2], device)
     record("new_input_objects", watched(other, "new input objects"), "check", 2)
     profile = None
+    before_profile()  # the profiler itself may wrap torch functions
     if device.startswith("cuda"):
         from .kernel_profile import profile_call
         work_dir = os.path.dirname(job["outputs_path"])
@@ -255,6 +256,7 @@ def run_candidate(job):
         result["inputs_mutated"] = mutated >= 0
         if mutated >= 0:
             watch.findings.setdefault("input_mutation", "trial %d: forward changed its inputs in place" % mutated)
+        _check_snapshot(watch, snapshot)
         busy = busy_native_threads()
         if busy:
             watch.findings.setdefault("busy_background_thread", "threads kept running after forward returned "
@@ -266,7 +268,8 @@ def run_candidate(job):
             phase.mark("candidate_timing")
             result["timing"], timed_output = _timed(model, task, job, device)
             phase.mark("candidate_checking")
-            outputs, labels, profile = _consistency_calls(model, task, job, device, watch, timed_output)
+            outputs, labels, profile = _consistency_calls(model, task, job, device, watch, timed_output,
+                                                          lambda: _check_snapshot(watch, snapshot))
             if job.get("checks_path"):
                 write_outputs(job["checks_path"], outputs)
             result["checks"] = labels
@@ -274,7 +277,7 @@ def run_candidate(job):
                 result["kernel_profile"] = {k: v for k, v in profile.items() if k != "findings"}
                 for rule, message in profile["findings"].items():
                     watch.findings.setdefault(rule, message)
-            _finish_findings(result, watch, snapshot)
+            _finish_findings(result, watch)
             _after_timing(model, task, job, device, result)
     except CandidateError as e:
         return {"status": e.verdict, "message": str(e)}
@@ -284,15 +287,18 @@ def run_candidate(job):
         return _candidate_raised(e)
     except BaseException as e:
         return _candidate_raised(e)
-    _finish_findings(result, watch, snapshot)
+    _finish_findings(result, watch)
     return result
 
 
-def _finish_findings(result, watch, snapshot):
+def _check_snapshot(watch, snapshot):
     changed = snapshot.changed()
     if changed:
         watch.findings.setdefault("harness_patched", "the candidate replaced harness or torch functions: %s"
                                   % ", ".join(changed[:8]))
+
+
+def _finish_findings(result, watch):
     result["torch_ops"] = dict(watch.ops)
     result["findings"] = [{"rule": rule, "message": message, "line": 0} for rule, message in watch.findings.items()]
 

@@ -532,7 +532,8 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   cand.command(all_pass ? "bench" : "exit");
   if (all_pass && cand.wait_for("timed")) cand_median = read_timing_median(dir / "candidate_timing.json");
   const double threshold = options_.legality.recheck_speedup_above;
-  if (ref_median && cand_median && *cand_median > 0 && threshold > 0 && *ref_median / *cand_median > threshold) {
+  if (ref_median && cand_median && *cand_median > 0 && threshold > 0 &&
+      *ref_median / *cand_median > threshold) {
     // Too good to take on one method's word: both sides again, wall clock over distinct inputs.
     ref.command("remeasure");
     std::optional<double> ref_mean, cand_mean;
@@ -540,8 +541,9 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
     cand.command("remeasure");
     if (cand.wait_for("timed")) cand_mean = read_recheck_mean(dir / "candidate_recheck.json");
     if (ref_mean && cand_mean && *cand_mean > 0) {
-      d.v.speedup_check = SpeedupCheck{threshold, *ref_median / *cand_median, *ref_mean / *cand_mean,
-                                       *ref_mean,  *cand_mean,                "wall_clock_batch"};
+      d.v.speedup_check =
+          SpeedupCheck{threshold,  *ref_median / *cand_median, *ref_mean / *cand_mean, *ref_mean,
+                       *cand_mean, "wall_clock_batch"};
     }
   }
   auto ref_done = ref.finish();
@@ -577,7 +579,8 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
                              "unreadable reference check outputs: " + ref_checks.status().message()));
     if (!cand_checks.ok()) {
       d.v.legality.push_back({"inconsistent_result",
-                              "the candidate wrote no consistency outputs: " + cand_checks.status().message(), 0});
+                              "the candidate wrote no consistency outputs: " + cand_checks.status().message(),
+                              0});
     } else {
       for (auto& f : consistency_findings(cand_result.value("checks", json::array()), *ref_out, *ref_checks,
                                           *cand_checks, tol))
@@ -596,13 +599,15 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   d.v.candidate_time = timing_from(cand_result);
   if (d.v.reference_time && d.v.candidate_time && d.v.candidate_time->median_ms > 0)
     d.v.speedup = d.v.reference_time->median_ms / d.v.candidate_time->median_ms;
-  if (d.v.speedup && d.v.speedup_check) d.v.speedup = std::min(*d.v.speedup, d.v.speedup_check->recheck_speedup);
+  if (d.v.speedup && d.v.speedup_check)
+    d.v.speedup = std::min(*d.v.speedup, d.v.speedup_check->recheck_speedup);
   d.v.verdict = VerdictClass::kOk;
   d.v.stage = "benchmark";
   d.v.message = "all " + std::to_string(numeric.trials) + " trials within tolerance";
   if (d.v.speedup_check)
-    d.v.message += "; speedup re-measured (" + std::to_string(d.v.speedup_check->event_speedup) + "x by events, " +
-                   std::to_string(d.v.speedup_check->recheck_speedup) + "x by wall clock), the smaller kept";
+    d.v.message += "; speedup re-measured (" + std::to_string(d.v.speedup_check->event_speedup) +
+                   "x by events, " + std::to_string(d.v.speedup_check->recheck_speedup) +
+                   "x by wall clock), the smaller kept";
   return finalize(d.v);
 }
 

@@ -14,8 +14,9 @@ std::vector<legality::Finding> consistency_findings(const json& labels,
   std::vector<legality::Finding> out;
   if (!labels.is_array() || labels.size() != candidate_checks.size()) {
     out.push_back({"inconsistent_result",
-                   "the candidate's consistency calls are incomplete (" + std::to_string(candidate_checks.size()) +
-                       " outputs for " + std::to_string(labels.is_array() ? labels.size() : 0) + " calls)",
+                   "the candidate's consistency calls are incomplete (" +
+                       std::to_string(candidate_checks.size()) + " outputs for " +
+                       std::to_string(labels.is_array() ? labels.size() : 0) + " calls)",
                    0});
     return out;
   }
@@ -29,13 +30,15 @@ std::vector<legality::Finding> consistency_findings(const json& labels,
       out.push_back({"inconsistent_result", name + ": no reference answer to compare with", 0});
       continue;
     }
-    auto report = verify::compare_outputs({pool[static_cast<std::size_t>(index)]}, {candidate_checks[i]}, tol);
+    auto report =
+        verify::compare_outputs({pool[static_cast<std::size_t>(index)]}, {candidate_checks[i]}, tol);
     if (report.passed != 1)
-      out.push_back({"inconsistent_result",
-                     name + ": " + report.first_failure +
-                         " (the trials passed, so the answer depends on call count, input addresses, caching, "
-                         "or a later call overwrote this output)",
-                     0});
+      out.push_back(
+          {"inconsistent_result",
+           name + ": " + report.first_failure +
+               " (the trials passed, so the answer depends on call count, input addresses, caching, "
+               "or a later call overwrote this output)",
+           0});
   }
   return out;
 }

@@ -39,9 +39,12 @@ json timing_json(const std::optional<TimingStats>& t) {
 
 json speedup_check_json(const std::optional<SpeedupCheck>& c) {
   if (!c) return nullptr;
-  return {{"threshold", c->threshold},       {"event_speedup", c->event_speedup},
-          {"recheck_speedup", c->recheck_speedup}, {"reference_ms", c->reference_ms},
-          {"candidate_ms", c->candidate_ms}, {"method", c->method}};
+  return {{"threshold", c->threshold},
+          {"event_speedup", c->event_speedup},
+          {"recheck_speedup", c->recheck_speedup},
+          {"reference_ms", c->reference_ms},
+          {"candidate_ms", c->candidate_ms},
+          {"method", c->method}};
 }
 
 }  // namespace

@@ -32,9 +32,9 @@ struct TimingStats {
 // The second timing method, run when the first speedup exceeded the threshold
 // (LegalityOptions::recheck_speedup_above); the verdict keeps the smaller speedup.
 struct SpeedupCheck {
-  double threshold = 0;        // the speedup that triggered it
-  double event_speedup = 0;    // first method: median of per-call timings
-  double recheck_speedup = 0;  // second method: reference_ms / candidate_ms below
+  double threshold = 0;                       // the speedup that triggered it
+  double event_speedup = 0;                   // first method: median of per-call timings
+  double recheck_speedup = 0;                 // second method: reference_ms / candidate_ms below
   double reference_ms = 0, candidate_ms = 0;  // mean per call, wall clock over distinct input sets
   std::string method;                         // "wall_clock_batch"
 };

@@ -23,7 +23,11 @@ Result<std::uint64_t> mapped_library_bytes(const std::filesystem::path& library)
   if (!in) return not_found("cannot open " + library.string());
   char ehdr[64];
   if (!in.read(ehdr, sizeof ehdr)) return invalid_argument(library.string() + ": shorter than an ELF header");
-  if (std::memcmp(ehdr, "\x7f" "ELF", 4) != 0 || ehdr[4] != 2 || ehdr[5] != 1)
+  if (std::memcmp(ehdr,
+                  "\x7f"
+                  "ELF",
+                  4) != 0 ||
+      ehdr[4] != 2 || ehdr[5] != 1)
     return invalid_argument(library.string() + ": not a 64-bit little-endian ELF file");
   const auto phoff = read_le<std::uint64_t>(ehdr + 0x20);
   const auto phentsize = read_le<std::uint16_t>(ehdr + 0x36);
@@ -33,14 +37,16 @@ Result<std::uint64_t> mapped_library_bytes(const std::filesystem::path& library)
   std::vector<char> ph(phentsize);
   for (std::uint16_t i = 0; i < phnum; ++i) {
     in.seekg(static_cast<std::streamoff>(phoff + std::uint64_t{i} * phentsize));
-    if (!in.read(ph.data(), phentsize)) return invalid_argument(library.string() + ": truncated program headers");
+    if (!in.read(ph.data(), phentsize))
+      return invalid_argument(library.string() + ": truncated program headers");
     if (read_le<std::uint32_t>(ph.data()) != 1) continue;  // PT_LOAD
     total += read_le<std::uint64_t>(ph.data() + 0x28);     // p_memsz
   }
   return total;
 }
 
-std::vector<Finding> check_library_size(const std::filesystem::path& library, const LegalityOptions& options) {
+std::vector<Finding> check_library_size(const std::filesystem::path& library,
+                                        const LegalityOptions& options) {
   auto bytes = mapped_library_bytes(library);
   if (!bytes.ok()) return {{"library_unreadable", bytes.status().message(), 0}};
   if (*bytes <= options.max_library_bytes) return {};

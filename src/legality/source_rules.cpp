@@ -74,7 +74,8 @@ std::string normalised(std::string_view src) {
 }
 
 int line_of(const std::string& text, std::size_t pos) {
-  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(pos), '\n'));
+  return 1 +
+         static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(pos), '\n'));
 }
 
 struct Rule {
@@ -95,30 +96,36 @@ const std::vector<Rule>& source_rules() {
     r.push_back({"host_file_include", std::regex(R"((#|%:)[ \t]*include(_next)?[ \t]+[A-Za-z_])"),
                  "computed #include (the path comes from a macro)"});
     r.push_back({"host_file_include", std::regex(R"(\.incbin\b)", icase), "embeds a file with .incbin"});
-    r.push_back({"host_file_include", std::regex(R"((#|%:)[ \t]*embed\b|__has_embed)"), "embeds a file with #embed"});
+    r.push_back(
+        {"host_file_include", std::regex(R"((#|%:)[ \t]*embed\b|__has_embed)"), "embeds a file with #embed"});
     r.push_back({"host_file_include", std::regex(R"(\bdependency\b[ \t]*[<"])"),
                  "#pragma GCC dependency reads a host file"});
-    r.push_back({"process_access",
-                 std::regex(R"(\b(fork|vfork|execv|execve|execvp|execvpe|execl|execlp|execle|fexecve|system|popen|)"
-                            R"(posix_spawn|posix_spawnp|setsid|ptrace|prctl|kill|daemon)\s*\()"),
-                 "creates or controls processes"});
+    r.push_back(
+        {"process_access",
+         std::regex(R"(\b(fork|vfork|execv|execve|execvp|execvpe|execl|execlp|execle|fexecve|system|popen|)"
+                    R"(posix_spawn|posix_spawnp|setsid|ptrace|prctl|kill|daemon)\s*\()"),
+         "creates or controls processes"});
     r.push_back({"network_access",
                  std::regex(R"(\b(socket|socketpair|connect|gethostbyname|getaddrinfo|inet_pton|inet_addr|)"
                             R"(sendto|recvfrom)\s*\(|<sys/socket\.h>|<netinet/|<arpa/inet\.h>|<netdb\.h>)"),
                  "uses the network"});
-    r.push_back({"file_access",
-                 std::regex(R"(\b(fopen|fopen64|freopen|open|open64|openat|creat|unlink|unlinkat|rename|)"
-                            R"(mkdir|rmdir|chmod|chown|symlink|truncate|opendir|readlink|chdir|chroot|mkfifo|)"
-                            R"(mknod)\s*\(|\b(std::)?(i|o)?fstream\b|std::filesystem|<filesystem>|<fstream>|)"
-                            R"(<fcntl\.h>|<dirent\.h>)"),
-                 "opens, creates or removes files"});
-    r.push_back({"native_loading", std::regex(R"(\b(dlopen|dlsym|dlmopen|syscall|mmap|mmap64|mprotect)\s*\(|<dlfcn\.h>)"),
+    r.push_back(
+        {"file_access",
+         std::regex(R"(\b(fopen|fopen64|freopen|open|open64|openat|creat|unlink|unlinkat|rename|)"
+                    R"(mkdir|rmdir|chmod|chown|symlink|truncate|opendir|readlink|chdir|chroot|mkfifo|)"
+                    R"(mknod)\s*\(|\b(std::)?(i|o)?fstream\b|std::filesystem|<filesystem>|<fstream>|)"
+                    R"(<fcntl\.h>|<dirent\.h>)"),
+         "opens, creates or removes files"});
+    r.push_back({"native_loading",
+                 std::regex(R"(\b(dlopen|dlsym|dlmopen|syscall|mmap|mmap64|mprotect)\s*\(|<dlfcn\.h>)"),
                  "loads code or maps memory directly"});
-    r.push_back({"side_stream",
-                 std::regex(R"(\b(cudaStreamCreate\w*|cuStreamCreate\w*|getStreamFromPool|getStreamFromExternal|)"
-                            R"(setCurrentCUDAStream|cudaStreamBeginCapture\w*|cudaGraphLaunch|cudaGraphInstantiate\w*|)"
-                            R"(cudaStreamPerThread|cudaLaunchHostFunc|musaStreamCreate\w*)\b)"),
-                 "creates or captures work on streams other than the current one"});
+    r.push_back(
+        {"side_stream",
+         std::regex(
+             R"(\b(cudaStreamCreate\w*|cuStreamCreate\w*|getStreamFromPool|getStreamFromExternal|)"
+             R"(setCurrentCUDAStream|cudaStreamBeginCapture\w*|cudaGraphLaunch|cudaGraphInstantiate\w*|)"
+             R"(cudaStreamPerThread|cudaLaunchHostFunc|musaStreamCreate\w*)\b)"),
+         "creates or captures work on streams other than the current one"});
     return r;
   }();
   return rules;
@@ -155,12 +162,40 @@ bool dangerous_flag(const std::string& f) {
       return false;
     }
   }
-  static const char* kPrefixes[] = {"-include", "-imacros", "-B",         "-specs",     "--specs",     "-fplugin",
-                                    "-wrapper", "-o",       "-MF",        "-MD",        "-MMD",        "-x",
-                                    "-E",       "-save-temps", "--save-temps", "-dump", "-aux-info", "--output",
-                                    "-Xlinker", "-iprefix", "-iwithprefix", "-isysroot", "--sysroot", "-fprofile",
-                                    "--include", "-ccbin", "--compiler-bindir", "--keep", "-keep", "--dryrun",
-                                    "-odir", "--output-directory", "-T", "--linker-options"};
+  static const char* kPrefixes[] = {"-include",
+                                    "-imacros",
+                                    "-B",
+                                    "-specs",
+                                    "--specs",
+                                    "-fplugin",
+                                    "-wrapper",
+                                    "-o",
+                                    "-MF",
+                                    "-MD",
+                                    "-MMD",
+                                    "-x",
+                                    "-E",
+                                    "-save-temps",
+                                    "--save-temps",
+                                    "-dump",
+                                    "-aux-info",
+                                    "--output",
+                                    "-Xlinker",
+                                    "-iprefix",
+                                    "-iwithprefix",
+                                    "-isysroot",
+                                    "--sysroot",
+                                    "-fprofile",
+                                    "--include",
+                                    "-ccbin",
+                                    "--compiler-bindir",
+                                    "--keep",
+                                    "-keep",
+                                    "--dryrun",
+                                    "-odir",
+                                    "--output-directory",
+                                    "-T",
+                                    "--linker-options"};
   for (const char* p : kPrefixes)
     if (f.rfind(p, 0) == 0) return true;
   return f.rfind("-Wl,", 0) == 0 &&
@@ -184,16 +219,20 @@ std::vector<Finding> check_source_text(const std::vector<build::ExtensionSpec>& 
 std::vector<Finding> check_build_flags(const std::vector<build::ExtensionSpec>& specs) {
   std::vector<Finding> out;
   auto bad = [&](const std::string& spec, const char* field, const std::string& flag, const char* why) {
-    out.push_back({"build_flag", std::string(field) + " of " + spec + ": '" + flag.substr(0, 80) + "' " + why, 0});
+    out.push_back(
+        {"build_flag", std::string(field) + " of " + spec + ": '" + flag.substr(0, 80) + "' " + why, 0});
   };
   for (const auto& s : specs) {
-    for (const auto& p : s.extra_include_paths) bad(s.name, "extra_include_paths", p, "(no include paths allowed)");
+    for (const auto& p : s.extra_include_paths)
+      bad(s.name, "extra_include_paths", p, "(no include paths allowed)");
     const std::pair<const char*, const std::vector<std::string>*> lists[] = {
-        {"extra_cflags", &s.extra_cflags}, {"extra_cuda_cflags", &s.extra_cuda_cflags},
+        {"extra_cflags", &s.extra_cflags},
+        {"extra_cuda_cflags", &s.extra_cuda_cflags},
         {"extra_ldflags", &s.extra_ldflags}};
     for (const auto& [field, flags] : lists) {
       for (const auto& f : *flags) {
-        if (f.find('/') != std::string::npos || f.find("..") != std::string::npos || f.find('~') != std::string::npos)
+        if (f.find('/') != std::string::npos || f.find("..") != std::string::npos ||
+            f.find('~') != std::string::npos)
           bad(s.name, field, f, "names a path (host files)");
         else if (!f.empty() && f[0] == '@')
           bad(s.name, field, f, "is a response file (reads a host file)");
@@ -206,14 +245,16 @@ std::vector<Finding> check_build_flags(const std::vector<build::ExtensionSpec>& 
 }
 
 std::vector<std::string> kernel_names(const std::vector<build::ExtensionSpec>& specs) {
-  static const std::regex global_kernel(R"(__global__\s+[\w\s:<>,*&()]*?\b(\w+)\s*\()");
+  // __global__ [template args, qualifiers, __launch_bounds__(...)] name(
+  static const std::regex global_kernel(
+      R"(__global__\s+(?:[\w\s:<>,*&]|__launch_bounds__\s*\([^)]*\))*?\b(?!__launch_bounds__)(\w+)\s*\()");
   std::vector<std::string> names;
   for (const auto& s : specs) {
     for (const auto& src : s.cuda_sources) {
       const std::string text = normalised(src);
       for (std::sregex_iterator it(text.begin(), text.end(), global_kernel), end; it != end; ++it) {
         std::string n = (*it)[1].str();
-        if (n == "void" || n == "__launch_bounds__") continue;
+        if (n == "void") continue;
         if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
       }
     }

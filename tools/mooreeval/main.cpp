@@ -74,9 +74,10 @@ void add_common(CLI::App* app, CommonFlags& f, EvalOptions& o) {
   app->add_option("--work-dir", f.work_dir, "parent of per-job temp dirs");
   app->add_flag("--keep-work-dirs", o.keep_work_dirs, "keep per-job dirs for debugging");
   app->add_flag("--no-runtime-op-check", f.no_op_check, "skip the dispatched-ops legality check");
-  app->add_flag("--no-runtime-behaviour-check", f.no_behaviour_check,
-                "skip the run-time legality checks (input mutation, threads, harness patching, decoy kernels, "
-                "consistency calls)");
+  app->add_flag(
+      "--no-runtime-behaviour-check", f.no_behaviour_check,
+      "skip the run-time legality checks (input mutation, threads, harness patching, decoy kernels, "
+      "consistency calls)");
   app->add_option("--recheck-speedup-above", o.legality.recheck_speedup_above,
                   "re-measure a speedup above this with a second method and keep the smaller (0: never)")
       ->capture_default_str()
