@@ -86,14 +86,14 @@ Verdict& classify_candidate_failure(Draft& d, const run::RunnerOutcome& o, const
 
 // Runs the runner's inspect mode and the static legality rules. Returns true when that
 // decided the verdict (in `d`); otherwise fills `specs` for the build.
-bool inspect_and_screen(const EvalOptions& options, const run::RunnerOptions& runner, const task::TaskSpec& task,
-                        const fs::path& candidate_path, const fs::path& dir, Draft& d,
-                        std::vector<build::ExtensionSpec>& specs) {
+bool inspect_and_screen(const EvalOptions& options, const run::RunnerOptions& runner,
+                        const task::TaskSpec& task, const fs::path& candidate_path, const fs::path& dir,
+                        Draft& d, std::vector<build::ExtensionSpec>& specs) {
   const double max_run_seconds = options.max_run.count() / 1000.0;
   auto t0 = Clock::now();
   json inspect_job = {{"candidate_path", candidate_path.string()}, {"task_path", task.path.string()}};
-  auto inspected = run::run_runner(
-      runner, {"inspect", inspect_job, dir, options.max_run, {{"CUDA_VISIBLE_DEVICES", ""}}});
+  auto inspected =
+      run::run_runner(runner, {"inspect", inspect_job, dir, options.max_run, {{"CUDA_VISIBLE_DEVICES", ""}}});
   d.v.seconds.inspect = since(t0);
   if (!inspected.ok()) {
     d.fail(VerdictClass::kInfraError, "inspect", inspected.status().message());
