@@ -2,14 +2,19 @@
 
 Both sides build inputs the same way: torch.manual_seed(seed); get_inputs(); move to the
 device. Seeds come from the orchestrator (fresh per evaluation). The two sides run in
-different processes; only the orchestrator sees both outputs."""
-import collections
+different processes; only the orchestrator sees both outputs.
+
+After the benchmark the candidate answers consistency calls (fresh inputs, repeated calls,
+inputs overwritten in place) that the orchestrator compares with the reference's answers
+for the same check seeds, and on request both sides re-measure with a second timing
+method. Run-time legality findings (guards.py, kernel_profile.py) go into the result."""
 import traceback
 
 from . import phase
+from .guards import CallWatch, ExtensionCalls, HarnessSnapshot, busy_native_threads, clone_tensors, tensors_equal
 from .loading import CandidateError, load_module_from_path, prebuilt_load_inline
 from .tensors import flatten_outputs, write_outputs
-from .timing import benchmark
+from .timing import benchmark, wall_clock_batch
 
 
 def _to_device(values, device):
@@ -65,43 +70,30 @@ def _set_host_poison(enabled):
         pass
 
 
-class _OpRecorder:
-    """Counts the aten ops dispatched while active (from Python or from C++ extensions)."""
-
-    def __init__(self):
-        from torch.utils._python_dispatch import TorchDispatchMode
-
-        counts = collections.Counter()
-
-        class Mode(TorchDispatchMode):
-            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                counts[func.overloadpacket.__name__] += 1
-                return func(*args, **(kwargs or {}))
-
-        self.counts = counts
-        self.mode = Mode()
-
-
-def _run_trials(model, task, job, device, record_ops):
+def _run_trials(model, task, job, device, watch=None):
+    """Runs forward on every trial seed. Returns (outputs per trial, index of the first trial
+    whose forward changed its inputs, or -1). With a watch (the candidate), every trial's
+    inputs stay alive until the end, so no two trials share input addresses: a cache keyed
+    on pointers never hits during the trials and is caught by the consistency calls."""
     import torch
     trials = []
-    ops = None
+    kept_inputs = []
+    mutated = -1
     _set_host_poison(job.get("poison_host", False))
     for i, seed in enumerate(job["trial_seeds"]):
         inputs = _make_inputs(task, seed, device)
+        if watch is not None:
+            kept_inputs.append(inputs)
+        before = clone_tensors(inputs) if mutated < 0 else None
         _poison_device_memory(device, job.get("poison_bytes", 0))
         with torch.no_grad():
-            if record_ops and i == 0:
-                rec = _OpRecorder()
-                with rec.mode:
-                    out = model(*inputs)
-                ops = dict(rec.counts)
-            else:
-                out = model(*inputs)
+            out = watch.call(model, inputs, "trial %d" % i) if watch is not None else model(*inputs)
         _sync(device)
+        if before is not None and not tensors_equal(before, inputs):
+            mutated = i
         trials.append(flatten_outputs(out))
     _set_host_poison(False)
-    return trials, ops
+    return trials, mutated
 
 
 def _gate(job, announce, default):
@@ -115,18 +107,55 @@ def _gate(job, announce, default):
     return sys.stdin.readline().strip() or "exit"
 
 
+def _write_json(path, value):
+    import json
+    import os
+    if not path:
+        return
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(value, f)
+    os.replace(path + ".tmp", path)
+
+
 def _timed(model, task, job, device):
+    """Benchmarks forward on trial 0's inputs. Returns (timing, output of the last timed call)."""
     import torch
-    if _gate(job, "outputs_ready", "bench" if job.get("benchmark") else "exit") != "bench":
-        return None
     inputs = _make_inputs(task, job["trial_seeds"][0], device)
+    last = [None]
 
     def call():
         with torch.no_grad():
+            last[0] = model(*inputs)
+
+    timing = benchmark(call, device, int(job["warmup_iters"]), int(job["benchmark_iters"]),
+                       bool(job.get("flush_l2", True)))
+    return timing, last[0]
+
+
+def _recheck_timing(model, task, job, device):
+    """The second timing method (timing.wall_clock_batch) on distinct input sets drawn
+    from job["recheck_seed"], the same sets on both sides."""
+    import torch
+    base = int(job["recheck_seed"])
+    calls = max(int(job["benchmark_iters"]), 1)
+    first = _make_inputs(task, base, device)
+    set_bytes = sum(v.numel() * v.element_size() for v in first if isinstance(v, torch.Tensor))
+    max_sets = max(2, int(job.get("recheck_max_bytes", 1 << 30)) // max(set_bytes, 1))
+    sets = [first] + [_make_inputs(task, base + k, device) for k in range(1, min(calls + 1, max_sets))]
+
+    def call(inputs):
+        with torch.no_grad():
             model(*inputs)
 
-    return benchmark(call, device, int(job["warmup_iters"]), int(job["benchmark_iters"]),
-                     bool(job.get("flush_l2", True)))
+    return wall_clock_batch(call, sets, device, calls)
+
+
+def _after_timing(model, task, job, device, result):
+    """Publishes the timing and re-measures, as often as the orchestrator asks."""
+    _write_json(job.get("timing_path"), {"timing": result["timing"]})
+    while _gate(job, "timed", "exit") == "remeasure":
+        result["timing_recheck"] = _recheck_timing(model, task, job, device)
+        _write_json(job.get("recheck_path"), result["timing_recheck"])
 
 
 def run_reference(job):
@@ -138,9 +167,67 @@ def run_reference(job):
         return {"status": "ok", "timing": None, "cancelled": True}
     torch.manual_seed(job["init_seed"])
     model = task.Model(*_to_device(list(task.get_init_inputs()), device)).to(device).eval()
-    trials, _ = _run_trials(model, task, job, device, record_ops=False)
+    trials, mutated = _run_trials(model, task, job, device)
     write_outputs(job["outputs_path"], trials)
-    return {"status": "ok", "timing": _timed(model, task, job, device)}
+    checks = []
+    for seed in job.get("check_seeds", []):
+        with torch.no_grad():
+            checks.append(flatten_outputs(model(*_make_inputs(task, seed, device))))
+        _sync(device)
+    if job.get("checks_path"):
+        write_outputs(job["checks_path"], checks)
+    result = {"status": "ok", "timing": None, "inputs_mutated": mutated >= 0}
+    if _gate(job, "outputs_ready", "bench" if job.get("benchmark") else "exit") != "bench":
+        return result
+    result["timing"], _ = _timed(model, task, job, device)
+    _after_timing(model, task, job, device, result)
+    return result
+
+
+def _consistency_calls(model, task, job, device, watch, timed_output, before_profile):
+    """Calls that must give the reference's answers too: the last timed call, fresh inputs,
+    the same input objects again, the same objects overwritten in place, new objects (and on
+    CUDA a profiled call). Outputs are kept, not cloned, until written: an output buffer
+    that a later call overwrites shows as a mismatch. Returns (outputs, [{name, ref, index}],
+    kernel profile or None)."""
+    import os
+    import torch
+    seeds = job.get("check_seeds", [])
+    if len(seeds) < 3:
+        return [], [], None
+    outputs, labels = [], []
+
+    def record(name, out, ref, index):
+        outputs.append(flatten_outputs(out))
+        labels.append({"name": name, "ref": ref, "index": index})
+
+    def watched(inputs, name):
+        with torch.no_grad():
+            out = watch.call(model, inputs, name)
+        _sync(device)
+        return out
+
+    if timed_output is not None:
+        record("timed_call", timed_output, "trial", 0)
+    inputs = _make_inputs(task, seeds[0], device)
+    record("fresh_inputs", watched(inputs, "fresh inputs"), "check", 0)
+    record("same_inputs_again", watched(inputs, "same inputs again"), "check", 0)
+    for dst, src in zip(inputs, _make_inputs(task, seeds[1], device)):
+        if isinstance(dst, torch.Tensor):
+            dst.copy_(src)  # same objects and addresses, new values
+    record("inputs_overwritten_in_place", watched(inputs, "inputs overwritten in place"), "check", 1)
+    other = _make_inputs(task, seeds[2], device)
+    record("new_input_objects", watched(other, "new input objects"), "check", 2)
+    profile = None
+    before_profile()  # the profiler itself may wrap torch functions
+    if device.startswith("cuda"):
+        from .kernel_profile import profile_call
+        work_dir = os.path.dirname(job["outputs_path"])
+        profiled_inputs = _make_inputs(task, seeds[0], device)
+        out, profile = profile_call(lambda: watched(profiled_inputs, "profiled call"), device, work_dir,
+                                    list(job.get("kernel_names", [])))
+        record("profiled_call", out, "check", 0)
+    return outputs, labels, profile
 
 
 def run_candidate(job):
@@ -149,20 +236,49 @@ def run_candidate(job):
     task = load_module_from_path(job["task_path"], "mooreeval_task")
     if _gate(job, "loaded", "run") != "run":
         return {"status": "ok", "timing": None, "cancelled": True}
+    extension_calls = ExtensionCalls()
+    watch = CallWatch(extension_calls)
+    watch.warm_up()
+    if device.startswith("cuda"):
+        import torch.profiler  # noqa: F401  (imported by the harness, before the snapshot)
+    snapshot = HarnessSnapshot()  # before any candidate code runs
     phase.mark("candidate_loading")  # from here on, a crash is the candidate's
+    result = {"status": "ok", "timing": None}
     try:
-        with prebuilt_load_inline(job["extensions"]):
+        with prebuilt_load_inline(job["extensions"], extension_calls.wrap):
             module = load_module_from_path(job["candidate_path"], "mooreeval_candidate")
             torch.manual_seed(job["init_seed"])
             model = module.ModelNew(*_to_device(list(task.get_init_inputs()), device))
             if isinstance(model, torch.nn.Module):
                 model = model.to(device).eval()
         phase.mark("candidate_running")
-        trials, ops = _run_trials(model, task, job, device, record_ops=True)
+        trials, mutated = _run_trials(model, task, job, device, watch)
+        result["inputs_mutated"] = mutated >= 0
+        if mutated >= 0:
+            watch.findings.setdefault("input_mutation", "trial %d: forward changed its inputs in place" % mutated)
+        _check_snapshot(watch, snapshot)
+        busy = busy_native_threads()
+        if busy:
+            watch.findings.setdefault("busy_background_thread", "threads kept running after forward returned "
+                                      "(tid, CPU share): %s" % busy[:4])
         phase.mark("candidate_writing")
         write_outputs(job["outputs_path"], trials)
-        phase.mark("candidate_timing")
-        timing = _timed(model, task, job, device)
+        del trials
+        if _gate(job, "outputs_ready", "bench" if job.get("benchmark") else "exit") == "bench":
+            phase.mark("candidate_timing")
+            result["timing"], timed_output = _timed(model, task, job, device)
+            phase.mark("candidate_checking")
+            outputs, labels, profile = _consistency_calls(model, task, job, device, watch, timed_output,
+                                                          lambda: _check_snapshot(watch, snapshot))
+            if job.get("checks_path"):
+                write_outputs(job["checks_path"], outputs)
+            result["checks"] = labels
+            if profile is not None:
+                result["kernel_profile"] = {k: v for k, v in profile.items() if k != "findings"}
+                for rule, message in profile["findings"].items():
+                    watch.findings.setdefault(rule, message)
+            _finish_findings(result, watch)
+            _after_timing(model, task, job, device, result)
     except CandidateError as e:
         return {"status": e.verdict, "message": str(e)}
     except TypeError as e:
@@ -171,7 +287,20 @@ def run_candidate(job):
         return _candidate_raised(e)
     except BaseException as e:
         return _candidate_raised(e)
-    return {"status": "ok", "timing": timing, "torch_ops": ops or {}}
+    _finish_findings(result, watch)
+    return result
+
+
+def _check_snapshot(watch, snapshot):
+    changed = snapshot.changed()
+    if changed:
+        watch.findings.setdefault("harness_patched", "the candidate replaced harness or torch functions: %s"
+                                  % ", ".join(changed[:8]))
+
+
+def _finish_findings(result, watch):
+    result["torch_ops"] = dict(watch.ops)
+    result["findings"] = [{"rule": rule, "message": message, "line": 0} for rule, message in watch.findings.items()]
 
 
 def _candidate_raised(e):

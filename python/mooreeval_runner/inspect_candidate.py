@@ -1,7 +1,8 @@
 """Inspection of a candidate before anything is built.
 
 1. Parse (a SyntaxError is a format error; nothing of the candidate runs yet).
-2. Static findings from the AST for the legality stage (the C++ side decides the verdict).
+2. Static findings from the AST for the legality stage (static_rules.py; the C++ side decides
+   the verdict). A candidate with findings stops here: it is never executed.
 3. Execute the module (and construct ModelNew) with load_inline recording its arguments,
    so that the C++ build stage knows what to compile.
 """
@@ -9,6 +10,9 @@ import ast
 import traceback
 
 from .loading import CandidateError, load_module_from_path, recording_load_inline
+from .static_rules import dotted as _dotted
+from .static_rules import finding as _finding
+from .static_rules import forward_findings, module_findings
 
 # Reaching any of these names from ModelNew.forward means the candidate falls back to
 # PyTorch compute instead of its own kernel (torch.* attributes outside the allowlist).
@@ -21,23 +25,8 @@ TORCH_ALLOWED_IN_FORWARD = {
 }
 
 
-def _dotted(node):
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return ""
-
-
-def _finding(rule, message, node):
-    return {"rule": rule, "message": message, "line": getattr(node, "lineno", 0)}
-
-
 def static_findings(tree):
-    findings = []
+    findings, imported = module_findings(tree)
     model_new = None
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == "ModelNew":
@@ -55,6 +44,7 @@ def static_findings(tree):
     if forward is None:
         findings.append(_finding("no_forward", "ModelNew defines no forward()", model_new))
         return model_new, findings
+    findings.extend(forward_findings(forward, imported))
     for node in ast.walk(forward):
         if isinstance(node, ast.Try):
             findings.append(_finding("try_fallback", "try/except in forward (fallback path)", node))
@@ -84,6 +74,10 @@ def run(job):
     if model_new is None:
         return {"status": "format_error", "message": "the candidate defines no class ModelNew"}
 
+    if findings:
+        # Already illegal: the module is not executed (it may open files or sockets at import).
+        return {"status": "ok", "extensions": [], "findings": findings, "executed": False}
+
     import torch
     task = load_module_from_path(job["task_path"], "mooreeval_task")
     specs = []
@@ -101,4 +95,4 @@ def run(job):
     except BaseException as e:  # candidate code raised (or called sys.exit) at import time
         return {"status": "runtime_error", "message": "importing the candidate raised %r" % (e,),
                 "traceback": traceback.format_exc()[-4000:]}
-    return {"status": "ok", "extensions": specs, "findings": findings}
+    return {"status": "ok", "extensions": specs, "findings": findings, "executed": True}

@@ -117,9 +117,10 @@ def recording_load_inline(specs):
 
 
 @contextlib.contextmanager
-def prebuilt_load_inline(built):
+def prebuilt_load_inline(built, on_load=None):
     """Within the block, the i-th load_inline call returns the i-th prebuilt module.
-    `built` is a list of {"name": ..., "path": ..., ["lean_shim": ...]} from the C++ build stage."""
+    `built` is a list of {"name": ..., "path": ..., ["lean_shim": ...]} from the C++ build stage;
+    `on_load`, when given, sees (and may wrap) each module before the candidate gets it."""
     import torch.utils.cpp_extension as cpp_extension
     queue = list(built)
     loaded = {}
@@ -141,6 +142,8 @@ def prebuilt_load_inline(built):
             module_spec = importlib.util.spec_from_file_location(entry["name"], entry["path"])
             module = importlib.util.module_from_spec(module_spec)
             module_spec.loader.exec_module(module)
+        if on_load is not None:
+            module = on_load(module)
         loaded[spec["name"]] = module
         return module
 

@@ -24,8 +24,10 @@ import sys
 _PR_SET_PDEATHSIG = 1
 
 
-_PRELOAD = ["torch", "numpy", "torch.utils.cpp_extension", "mooreeval_runner.cli", "mooreeval_runner.execute",
-            "mooreeval_runner.inspect_candidate"]
+# torch._dynamo: the candidate runner's first TorchDispatchMode imports it (~1 s), and it wraps
+# torch functions on import, which must happen before the harness snapshot (guards.py).
+_PRELOAD = ["torch", "numpy", "torch.utils.cpp_extension", "torch._dynamo", "mooreeval_runner.cli",
+            "mooreeval_runner.execute", "mooreeval_runner.inspect_candidate"]
 
 
 def _preload():

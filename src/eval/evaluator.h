@@ -1,7 +1,8 @@
 // The MooreEval pipeline for one candidate:
 //   extract -> inspect (runner) -> legality (static) -> build -> run reference and
 //   candidate (separate runner processes, run slot held) -> numeric check -> benchmark
-//   (only at 100% pass) -> legality (dispatched ops) -> reward.
+//   (only at 100% pass) -> consistency calls, speedup re-check -> legality (dispatched ops,
+//   run-time findings, consistency) -> reward.
 //
 // Thread-safety: evaluate() may be called from many threads; at most `run_slots`
 // candidates occupy the device at once, builds and inspections overlap freely.
@@ -72,6 +73,13 @@ class Evaluator {
 
   // Evaluates one submission (a Python file's text or a raw model response).
   Verdict evaluate(const task::TaskSpec& task, std::string_view submission);
+
+  // Only the stages before the build: extract, inspect (the candidate module is imported
+  // with load_inline recording, unless the AST rules already reject it) and the static
+  // legality rules. `ok` with stage "legality" means "not rejected yet", not a score;
+  // otherwise the verdict is the one evaluate() would reach at the same stage. For
+  // pre-screening, and for candidates that must never be built or run outside a sandbox.
+  Verdict screen(const task::TaskSpec& task, std::string_view submission);
 
   // The format_error verdict for a submission that could not even be read (missing,
   // oversized file), scored like any other format error.

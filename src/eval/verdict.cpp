@@ -37,6 +37,16 @@ json timing_json(const std::optional<TimingStats>& t) {
           {"iters", t->iters}};
 }
 
+json speedup_check_json(const std::optional<SpeedupCheck>& c) {
+  if (!c) return nullptr;
+  return {{"threshold", c->threshold},
+          {"event_speedup", c->event_speedup},
+          {"recheck_speedup", c->recheck_speedup},
+          {"reference_ms", c->reference_ms},
+          {"candidate_ms", c->candidate_ms},
+          {"method", c->method}};
+}
+
 }  // namespace
 
 json to_json(const Verdict& v) {
@@ -68,6 +78,7 @@ json to_json(const Verdict& v) {
       {"reference_time", timing_json(v.reference_time)},
       {"candidate_time", timing_json(v.candidate_time)},
       {"speedup", v.speedup ? json(*v.speedup) : json(nullptr)},
+      {"speedup_check", speedup_check_json(v.speedup_check)},
       {"seconds",
        {{"extract", v.seconds.extract},
         {"inspect", v.seconds.inspect},

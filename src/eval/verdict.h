@@ -29,6 +29,16 @@ struct TimingStats {
   int iters = 0;
 };
 
+// The second timing method, run when the first speedup exceeded the threshold
+// (LegalityOptions::recheck_speedup_above); the verdict keeps the smaller speedup.
+struct SpeedupCheck {
+  double threshold = 0;                       // the speedup that triggered it
+  double event_speedup = 0;                   // first method: median of per-call timings
+  double recheck_speedup = 0;                 // second method: reference_ms / candidate_ms below
+  double reference_ms = 0, candidate_ms = 0;  // mean per call, wall clock over distinct input sets
+  std::string method;                         // "wall_clock_batch"
+};
+
 struct StageSeconds {
   double extract = 0, inspect = 0, build = 0, run = 0, benchmark = 0, total = 0;
 };
@@ -44,7 +54,8 @@ struct Verdict {
   int passed = 0;
   double max_abs_error = 0, max_rel_error = 0;
   std::optional<TimingStats> reference_time, candidate_time;
-  std::optional<double> speedup;
+  std::optional<double> speedup;              // the conservative one when speedup_check is set
+  std::optional<SpeedupCheck> speedup_check;  // set when the speedup was re-measured
   reward::RewardBreakdown reward;
   std::string reward_scheme;
   StageSeconds seconds;

@@ -99,6 +99,17 @@ std::vector<Finding> check_extension_sources(const std::vector<build::ExtensionS
   return out;
 }
 
+std::vector<Finding> findings_from_run(const nlohmann::json& findings, bool reference_mutates_inputs,
+                                       const LegalityOptions& options) {
+  std::vector<Finding> out;
+  if (!options.check_runtime_behaviour) return out;
+  for (auto& f : findings_from_inspection(findings)) {
+    if (f.rule == "input_mutation" && reference_mutates_inputs) continue;
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
 std::vector<Finding> check_dispatched_ops(const std::map<std::string, int>& ops,
                                           const LegalityOptions& options) {
   std::vector<Finding> out;

@@ -1,13 +1,22 @@
 // The legality stage: a candidate must compute the result with its own kernel.
 //
-// Three sources of findings, each rejecting the candidate as `illegal`:
+// Sources of findings, each rejecting the candidate as `illegal` (docs/legality.md):
 //  - static findings from the runner's AST inspection (no load_inline, torch compute
-//    calls in ModelNew.forward, try/except fallback, use of the reference Model);
-//  - the extension sources (on cuda: a __global__ kernel that is launched);
-//  - the aten ops actually dispatched during one forward call (from Python or from the
-//    extension's C++), checked against an allowlist of non-compute ops.
+//    calls in ModelNew.forward, try/except fallback, use of the reference Model, file /
+//    network / process / thread / reflection access, monkey-patching, streams);
+//  - the extension sources and build flags (on cuda: a __global__ kernel that is launched;
+//    everywhere: no host-file includes, .incbin, process/file/network calls, side streams,
+//    flags that read host files) and the built library (no huge static arrays);
+//  - the aten ops actually dispatched during the forward calls (from Python or from the
+//    extension's C++), checked against an allowlist of non-compute ops;
+//  - run-time findings of the candidate runner (input mutation, threads left running,
+//    replaced harness functions, decoy kernels, side streams, lazy tensor subclasses).
+//
+// All functions are pure (no I/O) except check_library_size, and thread-safe.
 #pragma once
 
+#include <cstdint>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -16,6 +25,7 @@
 
 #include "build/extension_build.h"
 #include "build/toolchain.h"
+#include "core/status.h"
 
 namespace musacoder::legality {
 
@@ -23,6 +33,16 @@ struct LegalityOptions {
   // aten ops (overload packet names) a forward may dispatch: allocation, views, copies.
   std::set<std::string> allowed_torch_ops = default_allowed_ops();
   bool check_runtime_ops = true;  // --no-runtime-op-check disables the dispatch check
+  // Run-time behaviour checks: input mutation, threads, harness patching, decoy kernels,
+  // consistency calls after the benchmark (--no-runtime-behaviour-check disables them).
+  bool check_runtime_behaviour = true;
+  // A speedup above this is re-measured with a second method (wall clock over distinct
+  // input sets) and the smaller of the two is kept (--recheck-speedup-above; 0: never).
+  double recheck_speedup_above = 3.0;
+  // Memory the re-measurement may spend on distinct input sets (per side).
+  std::size_t recheck_max_bytes = std::size_t{1} << 30;
+  // Largest mapped size (code + data + bss) of a built extension library.
+  std::size_t max_library_bytes = std::size_t{1} << 30;
 
   static std::set<std::string> default_allowed_ops();
 };
@@ -39,6 +59,31 @@ std::vector<Finding> findings_from_inspection(const nlohmann::json& findings);
 // Checks the kernel sources for the backend.
 std::vector<Finding> check_extension_sources(const std::vector<build::ExtensionSpec>& specs,
                                              build::Backend backend);
+
+// The extension sources as a compiler would read them: no host-file includes (absolute,
+// `..`, computed), no .incbin/#embed/#pragma dependency, no process/file/network/dlopen/
+// syscall calls, no side streams or graph capture.
+std::vector<Finding> check_source_text(const std::vector<build::ExtensionSpec>& specs);
+
+// extra_cflags / extra_cuda_cflags / extra_ldflags / extra_include_paths: no paths (host
+// files), no response files, no flags that read, write or run other files.
+std::vector<Finding> check_build_flags(const std::vector<build::ExtensionSpec>& specs);
+
+// Names of the __global__ kernels the CUDA sources define (for run-time attribution).
+std::vector<std::string> kernel_names(const std::vector<build::ExtensionSpec>& specs);
+
+// The size the dynamic loader maps for an ELF shared library (sum of PT_LOAD p_memsz).
+// Fails on a file that is not a 64-bit little-endian ELF.
+Result<std::uint64_t> mapped_library_bytes(const std::filesystem::path& library);
+
+// A finding when a built library maps more than options.max_library_bytes (e.g. a 16 GiB
+// static array); an unreadable library is also a finding.
+std::vector<Finding> check_library_size(const std::filesystem::path& library, const LegalityOptions& options);
+
+// Run-time findings the candidate runner reported ({"rule","message","line"} objects).
+// `reference_mutates_inputs`: the reference itself changes its inputs, so the candidate may.
+std::vector<Finding> findings_from_run(const nlohmann::json& findings, bool reference_mutates_inputs,
+                                       const LegalityOptions& options);
 
 // Ops dispatched during a forward call that are not allowed.
 std::vector<Finding> check_dispatched_ops(const std::map<std::string, int>& ops,

@@ -27,7 +27,8 @@ struct CommonFlags {
   double max_build_seconds = 60, max_run_seconds = 30, cache_max_gb = 20, sandbox_memory_gb = 8;
   std::string sandbox = "auto", sandbox_cgroup;
   uint64_t seed = 0;
-  bool no_cache = false, no_op_check = false, no_warm = false;
+  bool no_cache = false, no_op_check = false, no_warm = false, no_behaviour_check = false;
+  double max_library_mib = 1024;
 };
 
 void add_common(CLI::App* app, CommonFlags& f, EvalOptions& o) {
@@ -83,6 +84,18 @@ void add_common(CLI::App* app, CommonFlags& f, EvalOptions& o) {
                   "memory limit per sandboxed process tree (cgroup memory.max, else RLIMIT_AS for CPU jobs)")
       ->capture_default_str()
       ->check(CLI::Range(0.25, 4096.0));
+  app->add_flag(
+      "--no-runtime-behaviour-check", f.no_behaviour_check,
+      "skip the run-time legality checks (input mutation, threads, harness patching, decoy kernels, "
+      "consistency calls)");
+  app->add_option("--recheck-speedup-above", o.legality.recheck_speedup_above,
+                  "re-measure a speedup above this with a second method and keep the smaller (0: never)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9));
+  app->add_option("--max-library-mib", f.max_library_mib,
+                  "largest mapped size of a built extension (static arrays above it are illegal)")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1048576.0));
 }
 
 // Resolves flags into EvalOptions; returns an error message or "".
@@ -110,6 +123,8 @@ std::string resolve(const CommonFlags& f, CLI::App* app, EvalOptions& o) {
   o.sandbox.mode = *sandbox_mode;
   o.sandbox.cgroup_parent = f.sandbox_cgroup;
   o.sandbox.memory_bytes = static_cast<std::size_t>(f.sandbox_memory_gb * double(1 << 30));
+  o.legality.check_runtime_behaviour = !f.no_behaviour_check;
+  o.legality.max_library_bytes = static_cast<std::size_t>(f.max_library_mib * 1024 * 1024);
   o.runner.python = f.python;
   auto runner_dir = musacoder::run::locate_runner_dir(f.runner_dir);
   if (!runner_dir.ok()) return runner_dir.status().message();

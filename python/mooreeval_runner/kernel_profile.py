@@ -1,0 +1,64 @@
+"""CUDA only: which kernels one forward call launched, and on which streams.
+
+torch.profiler (CUPTI) records the call; the exported trace lists every kernel with its
+demangled name and stream. A calibration kernel launched first on the current stream tells
+which stream id is "the current stream" in the trace. The legality findings:
+- side_stream: a kernel ran on another stream (work the caller's stream does not order);
+- kernel_not_launched: none of the kernels is one the candidate's sources define (a decoy).
+If the profiler does not work on this machine, the result says so and nothing is found."""
+import json
+import os
+import re
+
+
+def _kernel_events(trace_path):
+    with open(trace_path, encoding="utf-8") as f:
+        trace = json.load(f)
+    events = trace.get("traceEvents", []) if isinstance(trace, dict) else trace
+    kernels = [e for e in events if isinstance(e, dict) and e.get("cat") == "kernel"]
+    kernels.sort(key=lambda e: e.get("ts", 0))
+    return [(e.get("name", ""), (e.get("args") or {}).get("stream")) for e in kernels]
+
+
+def _defined_by_candidate(kernel_name, names):
+    return any(re.search(r"(^|[^\w])%s([^\w]|$)" % re.escape(n), kernel_name) for n in names)
+
+
+def profile_call(call, device, work_dir, kernel_names):
+    """Runs `call()` under the profiler. Returns (output, report): report has "kernels"
+    [(name, stream)], "findings" {rule: message} and, when profiling failed, "error"."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    report = {"kernels": [], "findings": {}}
+    trace_path = os.path.join(work_dir, "kernel_trace.json")
+    try:
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            marker = torch.empty(256, device=device)
+            marker.fill_(1.0)  # calibration kernel on the current stream
+            out = call()
+            torch.cuda.synchronize()
+        prof.export_chrome_trace(trace_path)
+        kernels = _kernel_events(trace_path)
+    except Exception as e:  # the profiler is unusable here: no finding, just a note
+        report["error"] = "profiler failed: %r" % (e,)
+        return call(), report
+    finally:
+        if os.path.exists(trace_path):
+            os.remove(trace_path)
+    if not kernels:
+        report["error"] = "the profiler recorded no kernels, not even the calibration kernel"
+        return out, report
+    current_stream = kernels[0][1]
+    launched = kernels[1:]
+    report["kernels"] = [[name[:200], stream] for name, stream in launched[:64]]
+    side = sorted({"%s (stream %s)" % (name[:80], stream) for name, stream in launched if stream != current_stream})
+    if side:
+        report["findings"]["side_stream"] = ("forward ran kernels on streams other than the current one "
+                                             "(stream %s): %s" % (current_stream, "; ".join(side[:4])))
+    if kernel_names and not any(_defined_by_candidate(name, kernel_names) for name, _ in launched):
+        ran = sorted({name[:80] for name, _ in launched})
+        report["findings"]["kernel_not_launched"] = (
+            "none of the candidate's kernels (%s) ran during forward; kernels that ran: %s"
+            % (", ".join(kernel_names[:8]), "; ".join(ran[:6]) or "none"))
+    return out, report

@@ -1,0 +1,26 @@
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+# Includes /dev/zero: the preprocessor reads forever (a compile-time hang and memory hog).
+cpp_source = r"""
+#include "/dev/zero"
+torch::Tensor add_forward(torch::Tensor a, torch::Tensor b) { return a; }
+"""
+
+add_ext = load_inline(
+    name="adv_include_dev_zero",
+    cpp_sources=cpp_source,
+    functions=["add_forward"],
+    extra_cflags=["-O3", "-fopenmp"],
+    extra_ldflags=["-fopenmp"],
+    verbose=False,
+)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return add_ext.add_forward(a, b)

@@ -1,0 +1,69 @@
+// The adversarial corpus on the cuda backend (GPU machine): every cuda case gets its expected
+// verdict and rule, and right after each one the correct CUDA fixture still scores ok (no
+// leaked processes, files or GPU state). Skips with the reason where torch sees no GPU.
+#include <gtest/gtest.h>
+
+#include "support/adversarial.h"
+
+namespace musacoder::testing {
+namespace {
+
+eval::EvalOptions cuda_options() {
+  auto o = test_options(build::Backend::kCuda);
+  o.warmup_iters = 10;
+  o.benchmark_iters = 50;
+  return o;
+}
+
+eval::Evaluator& cuda_evaluator() {
+  static eval::Evaluator ev(cuda_options());
+  return ev;
+}
+
+eval::Evaluator& short_deadline_evaluator() {
+  static eval::Evaluator ev([] {
+    auto o = cuda_options();
+    o.max_run = std::chrono::seconds(40);
+    return o;
+  }());
+  return ev;
+}
+
+const std::string& gpu_unavailable_reason() {
+  static const std::string reason = []() -> std::string {
+    if (!std::filesystem::exists("/dev/nvidiactl")) return "no NVIDIA device (/dev/nvidiactl missing)";
+    Status ready = cuda_evaluator().prepare();
+    return ready.ok() ? "" : ready.message();
+  }();
+  return reason;
+}
+
+class CudaAdversarial : public ::testing::TestWithParam<AdversarialCase> {};
+
+TEST_P(CudaAdversarial, GetsItsVerdictAndTheNextCandidateStillScoresOk) {
+  if (!gpu_unavailable_reason().empty()) GTEST_SKIP() << "skipped: " << gpu_unavailable_reason();
+  const auto& c = GetParam();
+  if (c.needs_sandbox && !sandbox_present()) GTEST_SKIP() << c.file << " needs the per-job sandbox";
+  const auto file = kSourceDir / "tests/adversarial" / c.file;
+  auto v =
+      evaluate_file(c.expected == "timeout" ? short_deadline_evaluator() : cuda_evaluator(), c.task, file);
+  EXPECT_EQ(eval::verdict_name(v.verdict), c.expected) << c.file << ": " << v.message << "\n" << v.log;
+  if (!c.rule.empty()) {
+    EXPECT_TRUE(has_rule(v, c.rule)) << c.file << ": expected rule " << c.rule << ", got " << v.message;
+  }
+  EXPECT_EQ(leaked_secret(v), "") << c.file << " leaked a host file line into its verdict";
+  auto next = evaluate_file(cuda_evaluator(), "elementwise/add",
+                            kSourceDir / "tests/fixtures/candidates/correct_cuda.py");
+  EXPECT_EQ(eval::verdict_name(next.verdict), std::string("ok"))
+      << "after " << c.file << ": " << next.message << "\n"
+      << next.log;
+  std::printf("GPU_RESULT adversarial %s verdict=%s expected=%s next=%s message=%s\n", c.file.c_str(),
+              eval::verdict_name(v.verdict), c.expected.c_str(), eval::verdict_name(next.verdict),
+              v.message.substr(0, 160).c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Corpus, CudaAdversarial, ::testing::ValuesIn(adversarial_cases("cuda")),
+                         [](const auto& info) { return param_name(info.param.file); });
+
+}  // namespace
+}  // namespace musacoder::testing

@@ -1,0 +1,110 @@
+// The adversarial corpus on the cpu backend: every case gets its expected verdict (and, when
+// illegal, the expected rule), no host file line reaches the verdict, no canary file is
+// written, and right after each case a legitimate candidate still scores ok.
+#include "support/adversarial.h"
+
+#include <gtest/gtest.h>
+
+namespace musacoder::testing {
+namespace {
+
+eval::EvalOptions adversarial_options() {
+  auto o = test_options(build::Backend::kCpu);
+  o.benchmark_iters = 5;
+  o.warmup_iters = 2;
+  return o;
+}
+
+eval::Evaluator& cpu_evaluator() {
+  static eval::Evaluator ev(adversarial_options());
+  return ev;
+}
+
+// A hang is a timeout after --max-run-seconds; keep that short here.
+eval::Evaluator& short_deadline_evaluator() {
+  static eval::Evaluator ev([] {
+    auto o = adversarial_options();
+    o.max_run = std::chrono::seconds(20);
+    return o;
+  }());
+  return ev;
+}
+
+const std::filesystem::path kCanaries[] = {"/tmp/mooreeval-adversarial-canary-py",
+                                           "/tmp/mooreeval-adversarial-canary-cpp"};
+
+class CpuAdversarial : public ::testing::TestWithParam<AdversarialCase> {};
+
+TEST_P(CpuAdversarial, GetsItsVerdictAndTheNextCandidateStillScoresOk) {
+  const auto& c = GetParam();
+  for (const auto& p : kCanaries) std::filesystem::remove(p);
+  const auto file = kSourceDir / "tests/adversarial" / c.file;
+  eval::Verdict v;
+  if (c.needs_sandbox && !sandbox_present()) {
+    // Only the stages before the build: the candidate is never compiled or run here.
+    auto task = task::resolve_task(c.task, kSourceDir / "tasks");
+    ASSERT_TRUE(task.ok());
+    auto text = read_file(file);
+    ASSERT_TRUE(text.ok());
+    v = cpu_evaluator().screen(*task, *text);
+  } else {
+    v = evaluate_file(c.expected == "timeout" ? short_deadline_evaluator() : cpu_evaluator(), c.task, file);
+  }
+  EXPECT_EQ(eval::verdict_name(v.verdict), c.expected) << c.file << ": " << v.message << "\n" << v.log;
+  if (!c.rule.empty()) {
+    EXPECT_TRUE(has_rule(v, c.rule)) << c.file << ": expected rule " << c.rule << ", got " << v.message;
+  }
+  if (c.expected != "ok") {
+    EXPECT_LT(v.reward.total, 0.6) << c.file;
+  }
+  EXPECT_EQ(leaked_secret(v), "") << c.file << " leaked a host file line into its verdict";
+  for (const auto& p : kCanaries) EXPECT_FALSE(std::filesystem::exists(p)) << c.file << " wrote " << p;
+
+  auto next = evaluate_file(cpu_evaluator(), "elementwise/add",
+                            kSourceDir / "tests/fixtures/candidates/correct_cpu.py");
+  EXPECT_EQ(eval::verdict_name(next.verdict), std::string("ok"))
+      << "after " << c.file << ": " << next.message << "\n"
+      << next.log;
+
+  if (c.needs_sandbox && !sandbox_present())
+    GTEST_SKIP() << c.file << ": the full run needs the per-job sandbox, which is not in this build; "
+                 << "only the static screen ran (verdict " << eval::verdict_name(v.verdict) << ")";
+}
+
+INSTANTIATE_TEST_SUITE_P(Corpus, CpuAdversarial, ::testing::ValuesIn(adversarial_cases("cpu")),
+                         [](const auto& info) { return param_name(info.param.file); });
+
+TEST(AdversarialCorpus, HasAtLeastTwentyCasesWithReasons) {
+  auto text = read_file(kSourceDir / "tests/adversarial/manifest.json");
+  ASSERT_TRUE(text.ok());
+  auto manifest = nlohmann::json::parse(*text);
+  EXPECT_GE(manifest.size(), 20u);
+  for (const auto& m : manifest) {
+    EXPECT_TRUE(std::filesystem::exists(kSourceDir / "tests/adversarial" / m.value("file", ""))) << m.dump();
+    EXPECT_FALSE(m.value("why", "").empty()) << m.dump();
+    EXPECT_FALSE(m.value("backends", std::vector<std::string>{}).empty()) << m.dump();
+    if (m.value("expected", "") == "illegal") {
+      EXPECT_FALSE(m.value("rule", "").empty()) << m.dump();
+    }
+  }
+}
+
+// A speedup above the threshold is re-measured with the second method; the verdict keeps
+// the smaller one and records both.
+TEST(SpeedupRecheck, AboveTheThresholdBothMethodsAreRecorded) {
+  auto o = adversarial_options();
+  o.legality.recheck_speedup_above = 0.01;  // any real speedup triggers it
+  eval::Evaluator ev(o);
+  auto v = evaluate_file(ev, "elementwise/add", kSourceDir / "tests/fixtures/candidates/correct_cpu.py");
+  ASSERT_EQ(eval::verdict_name(v.verdict), std::string("ok")) << v.message << "\n" << v.log;
+  ASSERT_TRUE(v.speedup_check.has_value());
+  EXPECT_EQ(v.speedup_check->method, "wall_clock_batch");
+  EXPECT_GT(v.speedup_check->reference_ms, 0);
+  EXPECT_GT(v.speedup_check->candidate_ms, 0);
+  ASSERT_TRUE(v.speedup.has_value());
+  EXPECT_DOUBLE_EQ(*v.speedup, std::min(v.speedup_check->event_speedup, v.speedup_check->recheck_speedup));
+  EXPECT_FALSE(eval::to_json(v)["speedup_check"].is_null());
+}
+
+}  // namespace
+}  // namespace musacoder::testing
