@@ -160,6 +160,8 @@ def run_mooreeval(cands, backend, workers, binary, cache_dir, extra):
     rows = []
     for line in open(out):
         v = json.loads(line)
+        if "verdict" not in v:  # the closing summary line
+            continue
         s = v["seconds"]
         rows.append({"build": s.get("build", 0.0), "check": s.get("run", 0.0), "bench": s.get("benchmark", 0.0),
                      "total": s.get("total", 0.0), "ok": v["verdict"] == "ok", "path": v.get("build_path"),

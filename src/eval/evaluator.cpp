@@ -612,7 +612,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   std::optional<double> ref_median, cand_median;
   ref.command(all_pass ? "bench" : "exit");
   if (all_pass) {
-    if (!ref.wait_for("timed") || !(ref_median = read_timing_median(dir / "reference_timing.json"))) {
+    if (!ref.wait_for("timed") || !(ref_median = read_timing_median(dirs->reference / "reference_timing.json"))) {
       auto o = ref.finish();
       cand.finish();
       d.log += runner_log(o);
@@ -620,16 +620,16 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
     }
   }
   cand.command(all_pass ? "bench" : "exit");
-  if (all_pass && cand.wait_for("timed")) cand_median = read_timing_median(dir / "candidate_timing.json");
+  if (all_pass && cand.wait_for("timed")) cand_median = read_timing_median(dirs->candidate / "candidate_timing.json");
   const double threshold = options_.legality.recheck_speedup_above;
   if (ref_median && cand_median && *cand_median > 0 && threshold > 0 &&
       *ref_median / *cand_median > threshold) {
     // Too good to take on one method's word: both sides again, wall clock over distinct inputs.
     ref.command("remeasure");
     std::optional<double> ref_mean, cand_mean;
-    if (ref.wait_for("timed")) ref_mean = read_recheck_mean(dir / "reference_recheck.json");
+    if (ref.wait_for("timed")) ref_mean = read_recheck_mean(dirs->reference / "reference_recheck.json");
     cand.command("remeasure");
-    if (cand.wait_for("timed")) cand_mean = read_recheck_mean(dir / "candidate_recheck.json");
+    if (cand.wait_for("timed")) cand_mean = read_recheck_mean(dirs->candidate / "candidate_recheck.json");
     if (ref_mean && cand_mean && *cand_mean > 0) {
       d.v.speedup_check =
           SpeedupCheck{threshold,  *ref_median / *cand_median, *ref_mean / *cand_mean, *ref_mean,
@@ -662,8 +662,8 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
                                              options_.legality))
     d.v.legality.push_back(f);
   if (all_pass && options_.legality.check_runtime_behaviour) {
-    auto ref_checks = verify::read_output_file(dir / "reference_checks.bin");
-    auto cand_checks = verify::read_output_file(dir / "candidate_checks.bin");
+    auto ref_checks = verify::read_output_file(dirs->reference / "reference_checks.bin");
+    auto cand_checks = verify::read_output_file(dirs->candidate / "candidate_checks.bin");
     if (!ref_checks.ok())
       return finalize(d.fail(VerdictClass::kInfraError, "verify",
                              "unreadable reference check outputs: " + ref_checks.status().message()));
