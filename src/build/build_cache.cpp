@@ -20,7 +20,9 @@ namespace {
 constexpr const char* kFailureFile = "build-failed.log";
 
 // The lock file of a key (also used by eviction to see whether a key is being built).
-fs::path lock_path(const fs::path& dir, const std::string& key) { return dir / ".locks" / (key + ".lock"); }
+fs::path lock_path(const fs::path& dir, const std::string& key) {
+  return dir / ".locks" / (key + ".lock");
+}
 
 std::uint64_t tree_bytes(const fs::path& p) {
   std::uint64_t total = 0;
@@ -66,7 +68,8 @@ void BuildCache::record_failure(const std::string& key, const std::string& log) 
   fs::create_directories(dir_, ec);
   const fs::path staging = dir_ / (".tmp-" + key + "-" + std::to_string(::getpid()) + "-failed");
   fs::create_directories(staging, ec);
-  if (write_file_atomic(staging / kFailureFile, log.substr(0, 4096)).ok()) fs::rename(staging, dir_ / key, ec);
+  if (write_file_atomic(staging / kFailureFile, log.substr(0, 4096)).ok())
+    fs::rename(staging, dir_ / key, ec);
   fs::remove_all(staging, ec);
 }
 

@@ -17,7 +17,9 @@ std::string joined(const std::vector<std::string>& argv) {
   return s;
 }
 
-BuildOutcome worse(BuildOutcome a, BuildOutcome b) { return static_cast<int>(b) > static_cast<int>(a) ? b : a; }
+BuildOutcome worse(BuildOutcome a, BuildOutcome b) {
+  return static_cast<int>(b) > static_cast<int>(a) ? b : a;
+}
 
 }  // namespace
 

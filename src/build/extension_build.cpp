@@ -14,9 +14,12 @@ using Clock = std::chrono::steady_clock;
 
 const char* build_path_name(BuildPath p) {
   switch (p) {
-    case BuildPath::kAuto: return "auto";
-    case BuildPath::kLean: return "lean";
-    case BuildPath::kFull: return "full";
+    case BuildPath::kAuto:
+      return "auto";
+    case BuildPath::kLean:
+      return "lean";
+    case BuildPath::kFull:
+      return "full";
   }
   return "?";
 }
@@ -31,9 +34,9 @@ Result<BuildPath> parse_build_path(const std::string& name) {
 namespace {
 
 // Writes the sources of one path into `dir` and runs its steps.
-BuildOutcome build_in(const ExtensionSpec& spec, const std::string& cpp, const std::vector<CompileStep>& steps,
-                      const fs::path& dir, Clock::time_point deadline, const ProcessWrapper& sandbox,
-                      std::string& log) {
+BuildOutcome build_in(const ExtensionSpec& spec, const std::string& cpp,
+                      const std::vector<CompileStep>& steps, const fs::path& dir, Clock::time_point deadline,
+                      const ProcessWrapper& sandbox, std::string& log) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !write_file_atomic(dir / "main.cpp", cpp).ok()) {
@@ -93,9 +96,12 @@ BuildReport build_extensions(const std::vector<ExtensionSpec>& specs, const Tool
     const std::string full_key = full_cache_key(spec, toolchain, options.backend);
 
     std::string lean_reason;
-    if (options.path == BuildPath::kFull) lean_reason = "--build-path full";
-    else if (!options.lean_shim) lean_reason = "no lean shim for this toolchain";
-    else lean_reason = lean_unsuitable_reason(spec);
+    if (options.path == BuildPath::kFull)
+      lean_reason = "--build-path full";
+    else if (!options.lean_shim)
+      lean_reason = "no lean shim for this toolchain";
+    else
+      lean_reason = lean_unsuitable_reason(spec);
     const std::string lean_key = lean_reason.empty() ? lean_cache_key(full_key, *options.lean_shim) : "";
     if (!lean_reason.empty() && options.path == BuildPath::kLean) {
       report.log += "extension '" + spec.name + "' cannot take the lean path: " + lean_reason + "\n";
@@ -127,9 +133,10 @@ BuildReport build_extensions(const std::vector<ExtensionSpec>& specs, const Tool
     if (!lean_key.empty() && !cache.has_failure(lean_key)) {
       std::string lean_log;
       const fs::path lean_dir = dir / "lean";
-      const BuildOutcome o = build_in(spec, lean_cpp_source(spec),
-                                      lean_build_steps(spec, toolchain, *options.lean_shim, lean_dir, lean_dir / lib_name),
-                                      lean_dir, deadline, options.sandbox, lean_log);
+      const BuildOutcome o =
+          build_in(spec, lean_cpp_source(spec),
+                   lean_build_steps(spec, toolchain, *options.lean_shim, lean_dir, lean_dir / lib_name),
+                   lean_dir, deadline, options.sandbox, lean_log);
       if (o == BuildOutcome::kOk) {
         cache.publish(lean_key, lean_dir / lib_name);
         use(lean_dir / lib_name, true);
@@ -141,15 +148,16 @@ BuildReport build_extensions(const std::vector<ExtensionSpec>& specs, const Tool
       }
       // The lean headers could not compile it: remember that, and build it as load_inline does.
       cache.record_failure(lean_key, lean_log);
-      report.lean_note += spec.name + ": lean compile failed, full build used: " + first_error(lean_log) + "\n";
+      report.lean_note +=
+          spec.name + ": lean compile failed, full build used: " + first_error(lean_log) + "\n";
     } else if (!lean_key.empty()) {
       report.lean_note += spec.name + ": lean compile failed before (cached), full build used\n";
     } else {
       report.lean_note += spec.name + ": " + lean_reason + "\n";
     }
     const BuildOutcome o =
-        build_in(spec, generated_cpp_source(spec), full_build_steps(spec, toolchain, dir, dir / lib_name), dir,
-                 deadline, options.sandbox, report.log);
+        build_in(spec, generated_cpp_source(spec), full_build_steps(spec, toolchain, dir, dir / lib_name),
+                 dir, deadline, options.sandbox, report.log);
     if (o != BuildOutcome::kOk) return finish(o);
     cache.publish(full_key, dir / lib_name);
     use(dir / lib_name, false);

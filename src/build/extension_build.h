@@ -32,12 +32,12 @@ struct BuildOptions {
   std::chrono::milliseconds max_build_time{60000};  // --max-build-seconds, for all extensions together
   std::filesystem::path cache_dir;                  // empty: no cache
   std::uint64_t cache_max_bytes = std::uint64_t{20} << 30;  // --cache-max-bytes (0: unbounded)
-  std::size_t max_log_bytes = 64 << 10;             // compiler output kept per build
+  std::size_t max_log_bytes = 64 << 10;                     // compiler output kept per build
   // --build-path: auto = lean where it compiles, else full; lean = lean only (a source the
   // lean headers cannot compile is a compile error; for testing); full = load_inline's build.
   BuildPath path = BuildPath::kAuto;
   const LeanShim* lean_shim = nullptr;  // the prepared shim; null: no lean path (owned by the caller)
-  ProcessWrapper sandbox;  // applied to every compiler/linker process (src/sandbox); empty: none
+  ProcessWrapper sandbox;               // applied to every compiler/linker process (src/sandbox); empty: none
 };
 
 struct BuiltExtension {

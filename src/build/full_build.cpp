@@ -21,7 +21,7 @@ std::vector<std::string> common_cflags(const ExtensionSpec& spec, const Toolchai
 }
 
 std::vector<CompileStep> full_build_steps(const ExtensionSpec& spec, const Toolchain& t, const fs::path& dir,
-                                  const fs::path& library) {
+                                          const fs::path& library) {
   const bool cuda = uses_cuda(spec);
   std::vector<CompileStep> cmds;
   std::vector<std::string> objects;

@@ -15,7 +15,8 @@ namespace musacoder::build {
 // g++ main.cpp (and nvcc cuda.cu when there are CUDA sources), then the link as the last
 // element. The sources must already be written in `dir`.
 std::vector<CompileStep> full_build_steps(const ExtensionSpec& spec, const Toolchain& toolchain,
-                                          const std::filesystem::path& dir, const std::filesystem::path& library);
+                                          const std::filesystem::path& dir,
+                                          const std::filesystem::path& library);
 
 // Identifies the built library: generated sources, flags, toolchain, backend.
 std::string full_cache_key(const ExtensionSpec& spec, const Toolchain& toolchain, Backend backend);

@@ -52,21 +52,26 @@ bool contains(const std::vector<std::string>& sources, const std::string& needle
 
 bool is_identifier(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
 }  // namespace
 
 Result<fs::path> locate_lean_dir(const std::string& explicit_dir) {
   fs::path dir;
-  if (!explicit_dir.empty()) dir = explicit_dir;
-  else if (const char* env = std::getenv("MOOREEVAL_LEAN_DIR"); env && *env) dir = env;
-  else dir = MOOREEVAL_SOURCE_LEAN_DIR;
+  if (!explicit_dir.empty())
+    dir = explicit_dir;
+  else if (const char* env = std::getenv("MOOREEVAL_LEAN_DIR"); env && *env)
+    dir = env;
+  else
+    dir = MOOREEVAL_SOURCE_LEAN_DIR;
   std::error_code ec;
-  if (!fs::is_regular_file(dir / "shim.cpp", ec) || !fs::is_directory(dir / "include" / "mooreeval_lean", ec) ||
-      !fs::is_directory(dir / "shadow", ec))
-    return not_found("lean build sources not found in " + dir.string() +
-                     " (expected shim.cpp, include/mooreeval_lean/, shadow/; set --lean-dir or MOOREEVAL_LEAN_DIR)");
+  if (!fs::is_regular_file(dir / "shim.cpp", ec) ||
+      !fs::is_directory(dir / "include" / "mooreeval_lean", ec) || !fs::is_directory(dir / "shadow", ec))
+    return not_found(
+        "lean build sources not found in " + dir.string() +
+        " (expected shim.cpp, include/mooreeval_lean/, shadow/; set --lean-dir or MOOREEVAL_LEAN_DIR)");
   return fs::absolute(dir, ec);
 }
 
@@ -121,7 +126,8 @@ Result<LeanShim> prepare_lean_shim(const Toolchain& toolchain, Backend backend, 
   std::string log;
   const BuildOutcome o = run_compile_steps(steps, link, dir, deadline, /*sandbox=*/{}, log);
   if (o != BuildOutcome::kOk)
-    return internal_error("building the lean shim failed (the lean path is off): " + truncate_middle(log, 2000));
+    return internal_error("building the lean shim failed (the lean path is off): " +
+                          truncate_middle(log, 2000));
   shim.library = cache.publish(key, dir / lib_name);
   shim.build_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return shim;
@@ -131,7 +137,8 @@ std::string lean_unsuitable_reason(const ExtensionSpec& spec) {
   if (!spec.has_functions) return "no functions= list (the sources define their own bindings)";
   for (const auto& [fn, doc] : spec.functions)
     if (!is_identifier(fn)) return "function name '" + fn + "' is not a plain identifier";
-  for (const char* marker : {"PYBIND11", "pybind11", "py::", "TORCH_LIBRARY", "torch/python.h", "torch/script.h"}) {
+  for (const char* marker :
+       {"PYBIND11", "pybind11", "py::", "TORCH_LIBRARY", "torch/python.h", "torch/script.h"}) {
     if (contains(spec.cpp_sources, marker) || contains(spec.cuda_sources, marker))
       return std::string("the sources use ") + marker;
   }
@@ -150,7 +157,8 @@ std::vector<CompileStep> lean_build_steps(const ExtensionSpec& spec, const Toolc
                                           const fs::path& dir, const fs::path& library) {
   const bool cuda = uses_cuda(spec);
   // load_inline's flags with the torch and Python include directories replaced by the lean ones.
-  std::vector<std::string> common = {"-DTORCH_EXTENSION_NAME=" + spec.name, "-DTORCH_API_INCLUDE_EXTENSION_H"};
+  std::vector<std::string> common = {"-DTORCH_EXTENSION_NAME=" + spec.name,
+                                     "-DTORCH_API_INCLUDE_EXTENSION_H"};
   common.insert(common.end(), t.abi_flags.begin(), t.abi_flags.end());
   if (cuda) common.push_back("-DMOOREEVAL_LEAN_CUDA");
   for (const auto& inc : spec.extra_include_paths) common.push_back("-I" + fs::absolute(inc).string());
@@ -187,7 +195,8 @@ std::vector<CompileStep> lean_build_steps(const ExtensionSpec& spec, const Toolc
       user_std |= f.starts_with("-std=");
     }
     if (!user_std) nvcc.argv.push_back("-std=" + t.cxx_std);
-    nvcc.argv.insert(nvcc.argv.end(), {"-c", (dir / "cuda.cu").string(), "-o", (dir / "cuda.cuda.o").string()});
+    nvcc.argv.insert(nvcc.argv.end(),
+                     {"-c", (dir / "cuda.cu").string(), "-o", (dir / "cuda.cuda.o").string()});
     steps.push_back(nvcc);
     objects.push_back((dir / "cuda.cuda.o").string());
   }

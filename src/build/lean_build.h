@@ -40,8 +40,9 @@ Result<std::filesystem::path> locate_lean_dir(const std::string& explicit_dir);
 // Builds the shim for `backend` (cpu or cuda), or finds it in `cache` (key: fingerprint).
 // Without a cache it is built into `scratch_dir`, which must outlive its users. Takes a
 // while (a full torch/extension.h compile), so it runs once, before any candidate.
-Result<LeanShim> prepare_lean_shim(const Toolchain& toolchain, Backend backend, const std::filesystem::path& lean_dir,
-                                   const BuildCache& cache, const std::filesystem::path& scratch_dir,
+Result<LeanShim> prepare_lean_shim(const Toolchain& toolchain, Backend backend,
+                                   const std::filesystem::path& lean_dir, const BuildCache& cache,
+                                   const std::filesystem::path& scratch_dir,
                                    std::chrono::milliseconds max_time);
 
 // Why `spec` cannot take the lean path at all ("" when it can try): no functions= list

@@ -18,8 +18,9 @@ namespace {
 ProcessOptions process_options(const RunnerOptions& options, const RunnerCall& call, const fs::path& job_path,
                                const fs::path& result_path, const fs::path& phase_path) {
   ProcessOptions p;
-  const std::vector<std::string> args = {call.mode,          "--job",        job_path.string(), "--result",
-                                         result_path.string(), "--phase-file", phase_path.string()};
+  const std::vector<std::string> args = {
+      call.mode,          "--job", job_path.string(), "--result", result_path.string(), "--phase-file",
+      phase_path.string()};
   p.env_set = options.extra_env;
   if (options.warm && call.mode != "probe") {
     // The client hands the job to the zygote; the job's per-call environment travels along.

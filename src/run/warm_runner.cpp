@@ -19,7 +19,8 @@ WarmRunner::WarmRunner(TempDir dir, std::unique_ptr<Subprocess> zygote)
 
 WarmRunner::~WarmRunner() = default;  // ~Subprocess kills the zygote's group
 
-Result<std::unique_ptr<WarmRunner>> WarmRunner::start(const RunnerOptions& options, const fs::path& parent_dir,
+Result<std::unique_ptr<WarmRunner>> WarmRunner::start(const RunnerOptions& options,
+                                                      const fs::path& parent_dir,
                                                       std::chrono::milliseconds startup_deadline) {
   auto dir = TempDir::create("mooreeval-warm-", parent_dir);
   if (!dir.ok()) return dir.status();

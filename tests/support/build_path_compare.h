@@ -17,7 +17,8 @@ struct PathCase {
 
 // Solutions across the categories, and every broken candidate of the corpus whose verdict
 // is decided at or after the build (so both paths really build it).
-inline std::vector<PathCase> path_cases(const std::string& backend, const std::vector<std::string>& solutions) {
+inline std::vector<PathCase> path_cases(const std::string& backend,
+                                        const std::vector<std::string>& solutions) {
   std::vector<PathCase> out;
   for (const auto& id : solutions) out.push_back({id, "solutions/" + backend + "/" + id + ".py"});
   for (const auto& b : broken_cases(backend)) {
@@ -58,7 +59,7 @@ inline void expect_same_verdict_both_paths(build::Backend backend, const PathCas
   }
   // Timing noise aside, the lean shim adds no measurable host overhead to a kernel call.
   if (a.speedup && b.speedup) {
-      std::cout << "GPU_RESULT lean_vs_full " << c.task << " " << c.file << " speedup lean " << *a.speedup
+    std::cout << "GPU_RESULT lean_vs_full " << c.task << " " << c.file << " speedup lean " << *a.speedup
               << " full " << *b.speedup << "\n";
   }
 }

@@ -59,7 +59,8 @@ TEST(BuildCache, EvictsLeastRecentlyUsedDownToNinetyPercent) {
   const fs::path cdir = dir->path() / "cache";
   BuildCache unbounded(cdir, 0);
   for (int i = 0; i < 5; ++i) {
-    unbounded.publish("k" + std::to_string(i), make_library(dir->path() / ("w" + std::to_string(i)), "e.so", 1000));
+    unbounded.publish("k" + std::to_string(i),
+                      make_library(dir->path() / ("w" + std::to_string(i)), "e.so", 1000));
     // Distinct, increasing recency (entry mtimes), independent of file system granularity.
     fs::last_write_time(cdir / ("k" + std::to_string(i)),
                         fs::file_time_type::clock::now() - std::chrono::hours(10 - i));

@@ -23,7 +23,8 @@ ExtensionSpec add_spec() {
 }
 
 bool has(const std::vector<std::string>& argv, const std::string& needle) {
-  return std::any_of(argv.begin(), argv.end(), [&](const std::string& a) { return a.find(needle) != std::string::npos; });
+  return std::any_of(argv.begin(), argv.end(),
+                     [&](const std::string& a) { return a.find(needle) != std::string::npos; });
 }
 
 TEST(LeanBuild, UnsuitableSources) {
@@ -45,9 +46,10 @@ TEST(LeanBuild, UnsuitableSources) {
 TEST(LeanBuild, SourceExportsEveryFunction) {
   ExtensionSpec s = add_spec();
   s.functions.push_back({"scale", "doc"});
-  EXPECT_EQ(lean_cpp_source(s),
-            "#include <torch/extension.h>\ntorch::Tensor add(torch::Tensor a, torch::Tensor b);\n"
-            "#include <mooreeval_lean/bindings.h>\nMOOREEVAL_LEAN_EXPORT(add)\nMOOREEVAL_LEAN_EXPORT(scale)\n");
+  EXPECT_EQ(
+      lean_cpp_source(s),
+      "#include <torch/extension.h>\ntorch::Tensor add(torch::Tensor a, torch::Tensor b);\n"
+      "#include <mooreeval_lean/bindings.h>\nMOOREEVAL_LEAN_EXPORT(add)\nMOOREEVAL_LEAN_EXPORT(scale)\n");
 }
 
 // The lean compile sees the lean headers and none of torch's; the link names the shim.
@@ -142,7 +144,7 @@ TEST_F(FallbackFixture, FullBuildWhenLeanDoesNotCompileAndTheFailureIsRemembered
   EXPECT_EQ(r.path, "full");
   EXPECT_FALSE(r.extensions[0].lean);
   EXPECT_NE(r.lean_note.find("unsupported_api"), std::string::npos) << r.lean_note;
-  EXPECT_EQ(calls(), 3);  // failed lean compile, full compile, full link
+  EXPECT_EQ(calls(), 3);          // failed lean compile, full compile, full link
   auto again = build(s, "job2");  // the full build is cached; lean is not tried again
   ASSERT_EQ(again.outcome, BuildOutcome::kOk);
   EXPECT_TRUE(again.cache_hit);

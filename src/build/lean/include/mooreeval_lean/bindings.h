@@ -25,8 +25,10 @@
 
 namespace mooreeval_lean::binding {
 
-template <typename T> struct Arg;  // unsupported parameter type: no definition
-template <> struct Arg<at::Tensor> {
+template <typename T>
+struct Arg;  // unsupported parameter type: no definition
+template <>
+struct Arg<at::Tensor> {
   static constexpr char code = 'T';
   using Stored = at::Tensor;
   static Stored get(void* p) {
@@ -35,47 +37,65 @@ template <> struct Arg<at::Tensor> {
     return at::Tensor(i, at::Tensor::adopt_t{});
   }
 };
-template <typename T, char C> struct ScalarArg {
+template <typename T, char C>
+struct ScalarArg {
   static constexpr char code = C;
   using Stored = T;
   static Stored get(void* p) { return *static_cast<T*>(p); }
 };
-template <> struct Arg<double> : ScalarArg<double, 'd'> {};
-template <> struct Arg<float> : ScalarArg<float, 'f'> {};
-template <> struct Arg<int64_t> : ScalarArg<int64_t, 'l'> {};
-template <> struct Arg<int> : ScalarArg<int, 'i'> {};
-template <> struct Arg<bool> : ScalarArg<bool, 'b'> {};
-template <> struct Arg<std::string> : ScalarArg<std::string, 's'> {};
-template <> struct Arg<std::vector<int64_t>> : ScalarArg<std::vector<int64_t>, 'L'> {};
-template <> struct Arg<c10::IntArrayRef> {
+template <>
+struct Arg<double> : ScalarArg<double, 'd'> {};
+template <>
+struct Arg<float> : ScalarArg<float, 'f'> {};
+template <>
+struct Arg<int64_t> : ScalarArg<int64_t, 'l'> {};
+template <>
+struct Arg<int> : ScalarArg<int, 'i'> {};
+template <>
+struct Arg<bool> : ScalarArg<bool, 'b'> {};
+template <>
+struct Arg<std::string> : ScalarArg<std::string, 's'> {};
+template <>
+struct Arg<std::vector<int64_t>> : ScalarArg<std::vector<int64_t>, 'L'> {};
+template <>
+struct Arg<c10::IntArrayRef> {
   static constexpr char code = 'A';
   using Stored = c10::IntArrayRef;  // views the shim's vector, alive for the call
   static Stored get(void* p) { return c10::IntArrayRef(*static_cast<std::vector<int64_t>*>(p)); }
 };
-template <> struct Arg<std::vector<at::Tensor>> {
+template <>
+struct Arg<std::vector<at::Tensor>> {
   static constexpr char code = 'V';
   using Stored = std::vector<at::Tensor>;
   static Stored get(void* p) {
     Stored out;
-    for (mc_lean_impl i : *static_cast<std::vector<mc_lean_impl>*>(p)) out.push_back(Arg<at::Tensor>::get(&i));
+    for (mc_lean_impl i : *static_cast<std::vector<mc_lean_impl>*>(p))
+      out.push_back(Arg<at::Tensor>::get(&i));
     return out;
   }
 };
 
-template <typename T> struct Ret;  // unsupported return type: no definition
-template <> struct Ret<void> { static constexpr char code = 'v'; };
-template <> struct Ret<at::Tensor> {
+template <typename T>
+struct Ret;  // unsupported return type: no definition
+template <>
+struct Ret<void> {
+  static constexpr char code = 'v';
+};
+template <>
+struct Ret<at::Tensor> {
   static constexpr char code = 'T';
   static void store(at::Tensor t, Result* r) { r->kind = 'T', r->tensor = t.release(); }
 };
-template <> struct Ret<std::vector<at::Tensor>> {
+template <>
+struct Ret<std::vector<at::Tensor>> {
   static constexpr char code = 'V';
   static void store(std::vector<at::Tensor> v, Result* r) {
     r->kind = 'V';
     for (auto& t : v) r->tensors.push_back(t.release());
   }
 };
-template <typename... Ts> struct Ret<std::tuple<Ts...>> {
+template <typename... Ts>
+struct Ret<std::tuple<Ts...>> {
   static_assert((std::is_same_v<Ts, at::Tensor> && ...), "lean bindings return tuples of tensors only");
   static constexpr char code = 'U';
   static void store(std::tuple<Ts...> v, Result* r) {
@@ -83,28 +103,34 @@ template <typename... Ts> struct Ret<std::tuple<Ts...>> {
     std::apply([&](auto&... t) { (r->tensors.push_back(t.release()), ...); }, v);
   }
 };
-template <> struct Ret<double> {
+template <>
+struct Ret<double> {
   static constexpr char code = 'd';
   static void store(double v, Result* r) { r->kind = 'd', r->d = v; }
 };
-template <> struct Ret<float> {
+template <>
+struct Ret<float> {
   static constexpr char code = 'd';
   static void store(float v, Result* r) { r->kind = 'd', r->d = v; }
 };
-template <> struct Ret<int64_t> {
+template <>
+struct Ret<int64_t> {
   static constexpr char code = 'l';
   static void store(int64_t v, Result* r) { r->kind = 'l', r->l = v; }
 };
-template <> struct Ret<int> {
+template <>
+struct Ret<int> {
   static constexpr char code = 'l';
   static void store(int v, Result* r) { r->kind = 'l', r->l = v; }
 };
-template <> struct Ret<bool> {
+template <>
+struct Ret<bool> {
   static constexpr char code = 'b';
   static void store(bool v, Result* r) { r->kind = 'b', r->l = v; }
 };
 
-template <typename T> using Bare = std::remove_cv_t<std::remove_reference_t<T>>;
+template <typename T>
+using Bare = std::remove_cv_t<std::remove_reference_t<T>>;
 
 template <typename R, typename... A>
 const char* signature(R (*)(A...)) {
@@ -139,11 +165,11 @@ void call(R (*fn)(A...) noexcept, void** args, Result* out) {
 
 }  // namespace mooreeval_lean::binding
 
-#define MOOREEVAL_LEAN_EXPORT(fn)                                                                      \
-  extern "C" __attribute__((visibility("default"))) const char* mooreeval_lean_sig_##fn() {           \
-    return ::mooreeval_lean::binding::signature(&fn);                                                  \
-  }                                                                                                    \
-  extern "C" __attribute__((visibility("default"))) void mooreeval_lean_call_##fn(                    \
-      void** args, ::mooreeval_lean::binding::Result* out) {                                           \
-    ::mooreeval_lean::binding::call(&fn, args, out);                                                   \
+#define MOOREEVAL_LEAN_EXPORT(fn)                                                           \
+  extern "C" __attribute__((visibility("default"))) const char* mooreeval_lean_sig_##fn() { \
+    return ::mooreeval_lean::binding::signature(&fn);                                       \
+  }                                                                                         \
+  extern "C" __attribute__((visibility("default"))) void mooreeval_lean_call_##fn(          \
+      void** args, ::mooreeval_lean::binding::Result* out) {                                \
+    ::mooreeval_lean::binding::call(&fn, args, out);                                        \
   }

@@ -27,7 +27,9 @@ inline CUDAStream getDefaultCUDAStream(DeviceIndex d = -1) {
   const DeviceIndex idx = d == -1 ? mc_lean_cuda_current_device() : d;
   return CUDAStream(static_cast<cudaStream_t>(mc_lean_cuda_default_stream(idx)), idx);
 }
-inline DeviceIndex current_device() { return mc_lean_cuda_current_device(); }
+inline DeviceIndex current_device() {
+  return mc_lean_cuda_current_device();
+}
 
 // Sets the device for the guard's lifetime (c10::cuda::CUDAGuard's contract).
 class CUDAGuard {
@@ -47,7 +49,9 @@ class OptionalCUDAGuard {
   OptionalCUDAGuard() = default;
   explicit OptionalCUDAGuard(Device d) { set_device(d); }
   explicit OptionalCUDAGuard(DeviceIndex d) { set_device(Device(DeviceType::CUDA, d)); }
-  ~OptionalCUDAGuard() { if (active_) mc_lean_cuda_set_device(prev_); }
+  ~OptionalCUDAGuard() {
+    if (active_) mc_lean_cuda_set_device(prev_);
+  }
   OptionalCUDAGuard(const OptionalCUDAGuard&) = delete;
   OptionalCUDAGuard& operator=(const OptionalCUDAGuard&) = delete;
   void set_device(Device d) {
@@ -77,11 +81,12 @@ inline const cudaDeviceProp* getDeviceProperties(int64_t d) {
 }
 }  // namespace at::cuda
 
-#define C10_CUDA_CHECK(EXPR)                                                                                \
-  do {                                                                                                      \
-    const cudaError_t mooreeval_lean_err = (EXPR);                                                          \
-    if (mooreeval_lean_err != cudaSuccess)                                                                  \
-      mc_lean_cuda_check(static_cast<int>(mooreeval_lean_err), __FILE__, __func__, static_cast<uint32_t>(__LINE__)); \
+#define C10_CUDA_CHECK(EXPR)                                                       \
+  do {                                                                             \
+    const cudaError_t mooreeval_lean_err = (EXPR);                                 \
+    if (mooreeval_lean_err != cudaSuccess)                                         \
+      mc_lean_cuda_check(static_cast<int>(mooreeval_lean_err), __FILE__, __func__, \
+                         static_cast<uint32_t>(__LINE__));                         \
   } while (0)
 #define C10_CUDA_KERNEL_LAUNCH_CHECK() C10_CUDA_CHECK(cudaGetLastError())
 #define AT_CUDA_CHECK(EXPR) C10_CUDA_CHECK(EXPR)

@@ -3,9 +3,15 @@
 #pragma once
 
 namespace mooreeval_lean {
-inline c10::ScalarType dispatch_type(c10::ScalarType s) { return s; }
-inline c10::ScalarType dispatch_type(caffe2::TypeMeta m) { return m.toScalarType(); }
-inline c10::ScalarType dispatch_type(const at::DeprecatedTypeProperties& t) { return t.scalarType(); }
+inline c10::ScalarType dispatch_type(c10::ScalarType s) {
+  return s;
+}
+inline c10::ScalarType dispatch_type(caffe2::TypeMeta m) {
+  return m.toScalarType();
+}
+inline c10::ScalarType dispatch_type(const at::DeprecatedTypeProperties& t) {
+  return t.scalarType();
+}
 }  // namespace mooreeval_lean
 
 #define MOOREEVAL_LEAN_DISPATCH_CASE(ENUM, CTYPE, ...) \
@@ -14,29 +20,28 @@ inline c10::ScalarType dispatch_type(const at::DeprecatedTypeProperties& t) { re
     return __VA_ARGS__();                              \
   }
 
-#define MOOREEVAL_LEAN_DISPATCH_SWITCH(TYPE, NAME, CASES)                                              \
-  [&] {                                                                                                \
-    const ::c10::ScalarType _st = ::mooreeval_lean::dispatch_type(TYPE);                               \
-    constexpr const char* at_dispatch_name = NAME;                                                     \
-    switch (_st) {                                                                                     \
-      CASES                                                                                            \
-      default:                                                                                         \
-        mc_lean_not_implemented(                                                                       \
-            __func__, __FILE__, static_cast<uint32_t>(__LINE__),                                       \
-            ::mooreeval_lean::str('"', at_dispatch_name, "\" not implemented for '", ::c10::toString(_st), \
-                                  "'")                                                                 \
-                .c_str());                                                                             \
-    }                                                                                                  \
+#define MOOREEVAL_LEAN_DISPATCH_SWITCH(TYPE, NAME, CASES)                                                \
+  [&] {                                                                                                  \
+    const ::c10::ScalarType _st = ::mooreeval_lean::dispatch_type(TYPE);                                 \
+    constexpr const char* at_dispatch_name = NAME;                                                       \
+    switch (_st) {                                                                                       \
+      CASES                                                                                              \
+      default:                                                                                           \
+        mc_lean_not_implemented(__func__, __FILE__, static_cast<uint32_t>(__LINE__),                     \
+                                ::mooreeval_lean::str('"', at_dispatch_name, "\" not implemented for '", \
+                                                      ::c10::toString(_st), "'")                         \
+                                    .c_str());                                                           \
+    }                                                                                                    \
   }()
 
-#define MOOREEVAL_LEAN_FLOATING_CASES(...)                                  \
+#define MOOREEVAL_LEAN_FLOATING_CASES(...)                                     \
   MOOREEVAL_LEAN_DISPATCH_CASE(::c10::ScalarType::Double, double, __VA_ARGS__) \
   MOOREEVAL_LEAN_DISPATCH_CASE(::c10::ScalarType::Float, float, __VA_ARGS__)
-#define MOOREEVAL_LEAN_INTEGRAL_CASES(...)                                     \
-  MOOREEVAL_LEAN_DISPATCH_CASE(::c10::ScalarType::Byte, uint8_t, __VA_ARGS__)  \
-  MOOREEVAL_LEAN_DISPATCH_CASE(::c10::ScalarType::Char, int8_t, __VA_ARGS__)   \
-  MOOREEVAL_LEAN_DISPATCH_CASE(::c10::ScalarType::Int, int32_t, __VA_ARGS__)   \
-  MOOREEVAL_LEAN_DISPATCH_CASE(::c10::ScalarType::Long, int64_t, __VA_ARGS__)  \
+#define MOOREEVAL_LEAN_INTEGRAL_CASES(...)                                    \
+  MOOREEVAL_LEAN_DISPATCH_CASE(::c10::ScalarType::Byte, uint8_t, __VA_ARGS__) \
+  MOOREEVAL_LEAN_DISPATCH_CASE(::c10::ScalarType::Char, int8_t, __VA_ARGS__)  \
+  MOOREEVAL_LEAN_DISPATCH_CASE(::c10::ScalarType::Int, int32_t, __VA_ARGS__)  \
+  MOOREEVAL_LEAN_DISPATCH_CASE(::c10::ScalarType::Long, int64_t, __VA_ARGS__) \
   MOOREEVAL_LEAN_DISPATCH_CASE(::c10::ScalarType::Short, int16_t, __VA_ARGS__)
 
 #define AT_DISPATCH_FLOATING_TYPES(TYPE, NAME, ...) \
@@ -44,5 +49,5 @@ inline c10::ScalarType dispatch_type(const at::DeprecatedTypeProperties& t) { re
 #define AT_DISPATCH_INTEGRAL_TYPES(TYPE, NAME, ...) \
   MOOREEVAL_LEAN_DISPATCH_SWITCH(TYPE, NAME, MOOREEVAL_LEAN_INTEGRAL_CASES(__VA_ARGS__))
 #define AT_DISPATCH_ALL_TYPES(TYPE, NAME, ...) \
-  MOOREEVAL_LEAN_DISPATCH_SWITCH(TYPE, NAME,   \
-                                 MOOREEVAL_LEAN_INTEGRAL_CASES(__VA_ARGS__) MOOREEVAL_LEAN_FLOATING_CASES(__VA_ARGS__))
+  MOOREEVAL_LEAN_DISPATCH_SWITCH(              \
+      TYPE, NAME, MOOREEVAL_LEAN_INTEGRAL_CASES(__VA_ARGS__) MOOREEVAL_LEAN_FLOATING_CASES(__VA_ARGS__))

@@ -24,17 +24,34 @@ namespace c10 {
 
 // Values are c10::ScalarType's (the shim static_asserts that they agree).
 enum class ScalarType : int8_t {
-  Byte = 0, Char = 1, Short = 2, Int = 3, Long = 4, Half = 5, Float = 6, Double = 7,
-  ComplexHalf = 8, ComplexFloat = 9, ComplexDouble = 10, Bool = 11, QInt8 = 12, QUInt8 = 13,
-  QInt32 = 14, BFloat16 = 15,
+  Byte = 0,
+  Char = 1,
+  Short = 2,
+  Int = 3,
+  Long = 4,
+  Half = 5,
+  Float = 6,
+  Double = 7,
+  ComplexHalf = 8,
+  ComplexFloat = 9,
+  ComplexDouble = 10,
+  Bool = 11,
+  QInt8 = 12,
+  QUInt8 = 13,
+  QInt32 = 14,
+  BFloat16 = 15,
 };
 constexpr ScalarType kByte = ScalarType::Byte, kChar = ScalarType::Char, kShort = ScalarType::Short,
                      kInt = ScalarType::Int, kLong = ScalarType::Long, kHalf = ScalarType::Half,
                      kFloat = ScalarType::Float, kDouble = ScalarType::Double, kBool = ScalarType::Bool,
                      kBFloat16 = ScalarType::BFloat16, kComplexFloat = ScalarType::ComplexFloat,
                      kComplexDouble = ScalarType::ComplexDouble;
-inline const char* toString(ScalarType t) { return mc_lean_scalar_type_name(static_cast<int8_t>(t)); }
-inline std::ostream& operator<<(std::ostream& os, ScalarType t) { return os << toString(t); }
+inline const char* toString(ScalarType t) {
+  return mc_lean_scalar_type_name(static_cast<int8_t>(t));
+}
+inline std::ostream& operator<<(std::ostream& os, ScalarType t) {
+  return os << toString(t);
+}
 
 enum class DeviceType : int8_t { CPU = 0, CUDA = 1 };
 constexpr DeviceType kCPU = DeviceType::CPU, kCUDA = DeviceType::CUDA;
@@ -42,7 +59,8 @@ using DeviceIndex = int8_t;
 
 class Device {
  public:
-  Device(DeviceType type, DeviceIndex index = -1) : type_(type), index_(index) {}  // NOLINT: implicit as in c10
+  Device(DeviceType type, DeviceIndex index = -1)
+      : type_(type), index_(index) {}  // NOLINT: implicit as in c10
   DeviceType type() const { return type_; }
   DeviceIndex index() const { return index_; }
   bool has_index() const { return index_ != -1; }
@@ -76,7 +94,9 @@ class TypeMeta {
  private:
   c10::ScalarType s_;
 };
-inline std::ostream& operator<<(std::ostream& os, TypeMeta t) { return os << t.name(); }
+inline std::ostream& operator<<(std::ostream& os, TypeMeta t) {
+  return os << t.name();
+}
 }  // namespace caffe2
 
 namespace c10 {
@@ -87,7 +107,7 @@ class ArrayRef {
   ArrayRef() = default;
   ArrayRef(const T& one) : data_(&one), size_(1) {}  // NOLINT: implicit as in c10
   ArrayRef(const T* data, std::size_t size) : data_(data), size_(size) {}
-  ArrayRef(const std::vector<T>& v) : data_(v.data()), size_(v.size()) {}  // NOLINT
+  ArrayRef(const std::vector<T>& v) : data_(v.data()), size_(v.size()) {}      // NOLINT
   ArrayRef(std::initializer_list<T> l) : data_(l.begin()), size_(l.size()) {}  // NOLINT
   const T* data() const { return data_; }
   std::size_t size() const { return size_; }
@@ -110,14 +130,33 @@ class ArrayRef {
   std::size_t size_ = 0;
 };
 using IntArrayRef = ArrayRef<int64_t>;
-template <typename T> bool operator==(ArrayRef<T> a, ArrayRef<T> b) { return a.equals(b); }
-template <typename T> bool operator!=(ArrayRef<T> a, ArrayRef<T> b) { return !a.equals(b); }
-template <typename T> bool operator==(ArrayRef<T> a, const std::vector<T>& b) { return a.equals(b); }
-template <typename T> bool operator!=(ArrayRef<T> a, const std::vector<T>& b) { return !a.equals(b); }
-template <typename T> bool operator==(const std::vector<T>& a, ArrayRef<T> b) { return b.equals(a); }
-template <typename T> bool operator!=(const std::vector<T>& a, ArrayRef<T> b) { return !b.equals(a); }
+template <typename T>
+bool operator==(ArrayRef<T> a, ArrayRef<T> b) {
+  return a.equals(b);
+}
+template <typename T>
+bool operator!=(ArrayRef<T> a, ArrayRef<T> b) {
+  return !a.equals(b);
+}
+template <typename T>
+bool operator==(ArrayRef<T> a, const std::vector<T>& b) {
+  return a.equals(b);
+}
+template <typename T>
+bool operator!=(ArrayRef<T> a, const std::vector<T>& b) {
+  return !a.equals(b);
+}
+template <typename T>
+bool operator==(const std::vector<T>& a, ArrayRef<T> b) {
+  return b.equals(a);
+}
+template <typename T>
+bool operator!=(const std::vector<T>& a, ArrayRef<T> b) {
+  return !b.equals(a);
+}
 // c10's format: [2, 3, 4]
-template <typename T> std::ostream& operator<<(std::ostream& os, ArrayRef<T> a) {
+template <typename T>
+std::ostream& operator<<(std::ostream& os, ArrayRef<T> a) {
   os << "[";
   for (std::size_t i = 0; i < a.size(); ++i) os << (i ? ", " : "") << a[i];
   return os << "]";
@@ -131,13 +170,21 @@ inline std::ostream& operator<<(std::ostream& os, const Device& d) {
 class TensorOptions {
  public:
   TensorOptions() { o_ = mc_lean_options{}; }
-  TensorOptions(ScalarType s) : TensorOptions() { set_dtype(s); }                // NOLINT: implicit as in c10
+  TensorOptions(ScalarType s) : TensorOptions() { set_dtype(s); }  // NOLINT: implicit as in c10
   TensorOptions(caffe2::TypeMeta m) : TensorOptions() { set_dtype(m.toScalarType()); }  // NOLINT
-  TensorOptions(Device d) : TensorOptions() { set_device(d); }                   // NOLINT
-  TensorOptions(DeviceType t) : TensorOptions() { set_device(Device(t)); }       // NOLINT
-  TensorOptions dtype(ScalarType s) const { TensorOptions r = *this; r.set_dtype(s); return r; }
+  TensorOptions(Device d) : TensorOptions() { set_device(d); }                          // NOLINT
+  TensorOptions(DeviceType t) : TensorOptions() { set_device(Device(t)); }              // NOLINT
+  TensorOptions dtype(ScalarType s) const {
+    TensorOptions r = *this;
+    r.set_dtype(s);
+    return r;
+  }
   TensorOptions dtype(caffe2::TypeMeta m) const { return dtype(m.toScalarType()); }
-  TensorOptions device(Device d) const { TensorOptions r = *this; r.set_device(d); return r; }
+  TensorOptions device(Device d) const {
+    TensorOptions r = *this;
+    r.set_device(d);
+    return r;
+  }
   TensorOptions device(DeviceType t, DeviceIndex i = -1) const { return device(Device(t, i)); }
   TensorOptions requires_grad(bool b) const {
     TensorOptions r = *this;
@@ -161,8 +208,12 @@ class TensorOptions {
   }
   mc_lean_options o_;
 };
-inline TensorOptions dtype(ScalarType s) { return TensorOptions().dtype(s); }
-inline TensorOptions device(Device d) { return TensorOptions().device(d); }
+inline TensorOptions dtype(ScalarType s) {
+  return TensorOptions().dtype(s);
+}
+inline TensorOptions device(Device d) {
+  return TensorOptions().device(d);
+}
 
 }  // namespace c10
 
@@ -170,15 +221,40 @@ namespace at {
 using namespace c10;  // at:: names the c10 vocabulary, as in ATen
 
 namespace detail {
-template <typename T> struct ScalarTypeOf;  // no specialisation: not a type data_ptr<T>() accepts here
-template <> struct ScalarTypeOf<uint8_t> { static constexpr int value = 0; };
-template <> struct ScalarTypeOf<int8_t> { static constexpr int value = 1; };
-template <> struct ScalarTypeOf<int16_t> { static constexpr int value = 2; };
-template <> struct ScalarTypeOf<int> { static constexpr int value = 3; };
-template <> struct ScalarTypeOf<int64_t> { static constexpr int value = 4; };
-template <> struct ScalarTypeOf<float> { static constexpr int value = 6; };
-template <> struct ScalarTypeOf<double> { static constexpr int value = 7; };
-template <> struct ScalarTypeOf<bool> { static constexpr int value = 11; };
+template <typename T>
+struct ScalarTypeOf;  // no specialisation: not a type data_ptr<T>() accepts here
+template <>
+struct ScalarTypeOf<uint8_t> {
+  static constexpr int value = 0;
+};
+template <>
+struct ScalarTypeOf<int8_t> {
+  static constexpr int value = 1;
+};
+template <>
+struct ScalarTypeOf<int16_t> {
+  static constexpr int value = 2;
+};
+template <>
+struct ScalarTypeOf<int> {
+  static constexpr int value = 3;
+};
+template <>
+struct ScalarTypeOf<int64_t> {
+  static constexpr int value = 4;
+};
+template <>
+struct ScalarTypeOf<float> {
+  static constexpr int value = 6;
+};
+template <>
+struct ScalarTypeOf<double> {
+  static constexpr int value = 7;
+};
+template <>
+struct ScalarTypeOf<bool> {
+  static constexpr int value = 11;
+};
 }  // namespace detail
 
 // Deprecated x.type(): still common in dispatch macros and checks.
@@ -194,7 +270,9 @@ class Tensor {
   struct adopt_t {};
   Tensor() = default;
   Tensor(mc_lean_impl owned, adopt_t) : impl_(owned) {}
-  Tensor(const Tensor& o) : impl_(o.impl_) { if (impl_) mc_lean_retain(impl_); }
+  Tensor(const Tensor& o) : impl_(o.impl_) {
+    if (impl_) mc_lean_retain(impl_);
+  }
   Tensor(Tensor&& o) noexcept : impl_(std::exchange(o.impl_, nullptr)) {}
   Tensor& operator=(const Tensor& o) {
     if (o.impl_) mc_lean_retain(o.impl_);
@@ -206,7 +284,9 @@ class Tensor {
     std::swap(impl_, o.impl_);
     return *this;
   }
-  ~Tensor() { if (impl_) mc_lean_release(impl_); }
+  ~Tensor() {
+    if (impl_) mc_lean_release(impl_);
+  }
 
   // The borrowed TensorImpl* (null for an undefined tensor), for the bindings.
   mc_lean_impl unsafe_impl() const { return impl_; }
@@ -219,8 +299,16 @@ class Tensor {
   int64_t numel() const { return mc_lean_numel(impl_); }
   int64_t size(int64_t d) const { return mc_lean_size(impl_, d); }
   int64_t stride(int64_t d) const { return mc_lean_stride(impl_, d); }
-  IntArrayRef sizes() const { std::size_t n = 0; const int64_t* p = mc_lean_sizes(impl_, &n); return {p, n}; }
-  IntArrayRef strides() const { std::size_t n = 0; const int64_t* p = mc_lean_strides(impl_, &n); return {p, n}; }
+  IntArrayRef sizes() const {
+    std::size_t n = 0;
+    const int64_t* p = mc_lean_sizes(impl_, &n);
+    return {p, n};
+  }
+  IntArrayRef strides() const {
+    std::size_t n = 0;
+    const int64_t* p = mc_lean_strides(impl_, &n);
+    return {p, n};
+  }
   ScalarType scalar_type() const { return static_cast<ScalarType>(mc_lean_scalar_type(impl_)); }
   caffe2::TypeMeta dtype() const { return caffe2::TypeMeta(scalar_type()); }
   Device device() const {
@@ -232,7 +320,11 @@ class Tensor {
   bool is_cuda() const { return device().is_cuda(); }
   bool is_cpu() const { return device().is_cpu(); }
   int64_t get_device() const { return is_cuda() ? device().index() : -1; }
-  TensorOptions options() const { TensorOptions o; mc_lean_tensor_options(impl_, o.raw()); return o; }
+  TensorOptions options() const {
+    TensorOptions o;
+    mc_lean_tensor_options(impl_, o.raw());
+    return o;
+  }
   bool is_contiguous() const { return mc_lean_is_contiguous(impl_) != 0; }
   bool requires_grad() const { return mc_lean_requires_grad(impl_) != 0; }
   int64_t element_size() const { return mc_lean_element_size(impl_); }
@@ -240,21 +332,28 @@ class Tensor {
   std::size_t nbytes() const { return static_cast<std::size_t>(numel() * element_size()); }
   int64_t storage_offset() const { return mc_lean_storage_offset(impl_); }
 
-  template <typename T> T* data_ptr() const {
+  template <typename T>
+  T* data_ptr() const {
     return static_cast<T*>(mc_lean_data_ptr(impl_, detail::ScalarTypeOf<std::remove_cv_t<T>>::value));
   }
   void* data_ptr() const { return mc_lean_data_ptr(impl_, -1); }
-  template <typename T> T* mutable_data_ptr() const {
+  template <typename T>
+  T* mutable_data_ptr() const {
     return static_cast<T*>(mc_lean_mutable_data_ptr(impl_, detail::ScalarTypeOf<T>::value));
   }
   void* mutable_data_ptr() const { return mc_lean_mutable_data_ptr(impl_, -1); }
-  template <typename T> const T* const_data_ptr() const {
-    return static_cast<const T*>(mc_lean_const_data_ptr(impl_, detail::ScalarTypeOf<std::remove_cv_t<T>>::value));
+  template <typename T>
+  const T* const_data_ptr() const {
+    return static_cast<const T*>(
+        mc_lean_const_data_ptr(impl_, detail::ScalarTypeOf<std::remove_cv_t<T>>::value));
   }
   const void* const_data_ptr() const { return mc_lean_const_data_ptr(impl_, -1); }
-  template <typename T> T item() const {
-    if constexpr (std::is_floating_point_v<T>) return static_cast<T>(mc_lean_item_double(impl_));
-    else return static_cast<T>(mc_lean_item_int64(impl_));
+  template <typename T>
+  T item() const {
+    if constexpr (std::is_floating_point_v<T>)
+      return static_cast<T>(mc_lean_item_double(impl_));
+    else
+      return static_cast<T>(mc_lean_item_int64(impl_));
   }
 
   Tensor contiguous() const { return adopt(mc_lean_contiguous(impl_)); }
@@ -268,15 +367,24 @@ class Tensor {
   Tensor unsqueeze(int64_t d) const { return adopt(mc_lean_unsqueeze(impl_, d)); }
   Tensor squeeze() const { return adopt(mc_lean_squeeze(impl_)); }
   Tensor squeeze(int64_t d) const { return adopt(mc_lean_squeeze_dim(impl_, d)); }
-  Tensor flatten(int64_t start = 0, int64_t end = -1) const { return adopt(mc_lean_flatten(impl_, start, end)); }
-  Tensor narrow(int64_t d, int64_t start, int64_t len) const { return adopt(mc_lean_narrow(impl_, d, start, len)); }
+  Tensor flatten(int64_t start = 0, int64_t end = -1) const {
+    return adopt(mc_lean_flatten(impl_, start, end));
+  }
+  Tensor narrow(int64_t d, int64_t start, int64_t len) const {
+    return adopt(mc_lean_narrow(impl_, d, start, len));
+  }
   Tensor select(int64_t d, int64_t i) const { return adopt(mc_lean_select(impl_, d, i)); }
   Tensor to(ScalarType s) const { return adopt(mc_lean_to_dtype(impl_, static_cast<int8_t>(s))); }
-  const Tensor& zero_() const { mc_lean_zero_(impl_); return *this; }
+  const Tensor& zero_() const {
+    mc_lean_zero_(impl_);
+    return *this;
+  }
   template <typename V, typename = std::enable_if_t<std::is_arithmetic_v<V> && !std::is_same_v<V, bool>>>
   const Tensor& fill_(V v) const {
-    if constexpr (std::is_floating_point_v<V>) mc_lean_fill_double_(impl_, static_cast<double>(v));
-    else mc_lean_fill_int64_(impl_, static_cast<int64_t>(v));
+    if constexpr (std::is_floating_point_v<V>)
+      mc_lean_fill_double_(impl_, static_cast<double>(v));
+    else
+      mc_lean_fill_int64_(impl_, static_cast<int64_t>(v));
     return *this;
   }
 
@@ -298,9 +406,11 @@ inline Tensor ones(IntArrayRef s, TensorOptions o = {}) {
 template <typename V, typename = std::enable_if_t<std::is_arithmetic_v<V> && !std::is_same_v<V, bool>>>
 Tensor full(IntArrayRef s, V v, TensorOptions o = {}) {
   if constexpr (std::is_floating_point_v<V>)
-    return Tensor(mc_lean_full_double(s.data(), s.size(), static_cast<double>(v), o.raw()), Tensor::adopt_t{});
+    return Tensor(mc_lean_full_double(s.data(), s.size(), static_cast<double>(v), o.raw()),
+                  Tensor::adopt_t{});
   else
-    return Tensor(mc_lean_full_int64(s.data(), s.size(), static_cast<int64_t>(v), o.raw()), Tensor::adopt_t{});
+    return Tensor(mc_lean_full_int64(s.data(), s.size(), static_cast<int64_t>(v), o.raw()),
+                  Tensor::adopt_t{});
 }
 inline Tensor empty_like(const Tensor& t, TensorOptions o = {}) {
   return Tensor(mc_lean_empty_like(t.unsafe_impl(), o.raw()), Tensor::adopt_t{});
@@ -324,18 +434,33 @@ constexpr auto kUInt8 = at::kByte, kInt8 = at::kChar, kInt16 = at::kShort, kInt3
 
 inline std::size_t caffe2::TypeMeta::itemsize() const {
   switch (s_) {
-    case c10::ScalarType::Byte: case c10::ScalarType::Char: case c10::ScalarType::Bool: return 1;
-    case c10::ScalarType::Short: case c10::ScalarType::Half: case c10::ScalarType::BFloat16: return 2;
-    case c10::ScalarType::Int: case c10::ScalarType::Float: return 4;
-    case c10::ScalarType::ComplexFloat: case c10::ScalarType::Long: case c10::ScalarType::Double: return 8;
-    case c10::ScalarType::ComplexDouble: return 16;
-    default: return 0;
+    case c10::ScalarType::Byte:
+    case c10::ScalarType::Char:
+    case c10::ScalarType::Bool:
+      return 1;
+    case c10::ScalarType::Short:
+    case c10::ScalarType::Half:
+    case c10::ScalarType::BFloat16:
+      return 2;
+    case c10::ScalarType::Int:
+    case c10::ScalarType::Float:
+      return 4;
+    case c10::ScalarType::ComplexFloat:
+    case c10::ScalarType::Long:
+    case c10::ScalarType::Double:
+      return 8;
+    case c10::ScalarType::ComplexDouble:
+      return 16;
+    default:
+      return 0;
   }
 }
 
 namespace mooreeval_lean {
 // c10::str's behaviour: stream every argument; nothing at all gives "".
-inline std::string str() { return {}; }
+inline std::string str() {
+  return {};
+}
 template <typename... Args>
 std::string str(const Args&... args) {
   std::ostringstream s;
@@ -351,18 +476,18 @@ inline std::string check_message(const char* cond, const std::string& msg) {
 }
 }  // namespace mooreeval_lean
 
-#define TORCH_CHECK(cond, ...)                                                                        \
-  do {                                                                                                \
-    if (!(cond))                                                                                      \
-      mc_lean_check_failed(__func__, __FILE__, static_cast<uint32_t>(__LINE__),                       \
-                           ::mooreeval_lean::check_message(#cond, ::mooreeval_lean::str(__VA_ARGS__)) \
-                               .c_str());                                                             \
+#define TORCH_CHECK(cond, ...)                                                                 \
+  do {                                                                                         \
+    if (!(cond))                                                                               \
+      mc_lean_check_failed(                                                                    \
+          __func__, __FILE__, static_cast<uint32_t>(__LINE__),                                 \
+          ::mooreeval_lean::check_message(#cond, ::mooreeval_lean::str(__VA_ARGS__)).c_str()); \
   } while (0)
-#define TORCH_INTERNAL_ASSERT(cond, ...)                                                            \
-  do {                                                                                              \
-    if (!(cond))                                                                                    \
-      mc_lean_internal_assert_failed(__func__, __FILE__, static_cast<uint32_t>(__LINE__), #cond,    \
-                                     ::mooreeval_lean::str(__VA_ARGS__).c_str());                   \
+#define TORCH_INTERNAL_ASSERT(cond, ...)                                                         \
+  do {                                                                                           \
+    if (!(cond))                                                                                 \
+      mc_lean_internal_assert_failed(__func__, __FILE__, static_cast<uint32_t>(__LINE__), #cond, \
+                                     ::mooreeval_lean::str(__VA_ARGS__).c_str());                \
   } while (0)
 #define AT_ASSERTM(cond, ...) TORCH_INTERNAL_ASSERT(cond, __VA_ARGS__)
 
