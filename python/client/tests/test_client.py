@@ -41,7 +41,8 @@ def test_unknown_task_is_a_404(server_url):
 
 def test_deadline_gives_client_side_infra_error_and_cancels(server_url, fixtures_dir):
     c = Client(server_url)
-    v = c.evaluate("elementwise/add", (fixtures_dir / "no_kernel.py").read_text(), deadline=0.2)
+    # A candidate that builds and runs: seconds, far beyond the deadline.
+    v = c.evaluate("elementwise/add", (fixtures_dir / "correct_cpu.py").read_text(), deadline=0.2)
     assert v.infra_error and v.stage == "client" and v.reward is None
     assert c.job(v.job_id)["state"] in ("cancelled", "done")
 
@@ -67,7 +68,7 @@ def test_async_batch_and_evaluate(server_url):
 
 
 def test_batch_timeout_returns_infra_verdicts(server_url, fixtures_dir):
-    code = (fixtures_dir / "no_kernel.py").read_text()
+    code = (fixtures_dir / "correct_cpu.py").read_text()  # builds and runs: seconds each
     verdicts = Client(server_url).evaluate_batch([("elementwise/add", code + f"\n# {i}") for i in range(3)],
                                                  concurrency=1, timeout=0.5)
     assert all(v.infra_error and v.stage == "client" for v in verdicts)
