@@ -111,11 +111,21 @@ BuildReport build_extensions(const std::vector<ExtensionSpec>& specs, const Tool
       report.extensions.push_back({spec.name, library, lean});
       lean_count += lean;
     };
+    // A cached full build serves only where the lean path is out (off, unsuitable, or known
+    // not to compile): auto means "lean whenever it compiles", whatever the cache holds.
     auto cached = [&]() -> bool {
-      if (!lean_key.empty())
-        if (auto hit = cache.lookup(lean_key, lib_name)) return use(materialize(*hit, dir), true), true;
-      if (options.path != BuildPath::kLean)
-        if (auto hit = cache.lookup(full_key, lib_name)) return use(materialize(*hit, dir), false), true;
+      if (!lean_key.empty()) {
+        if (auto hit = cache.lookup(lean_key, lib_name)) {
+          use(materialize(*hit, dir), true);
+          return true;
+        }
+        if (!cache.has_failure(lean_key)) return false;
+      }
+      if (options.path == BuildPath::kLean) return false;
+      if (auto hit = cache.lookup(full_key, lib_name)) {
+        use(materialize(*hit, dir), false);
+        return true;
+      }
       return false;
     };
     if (cached()) continue;

@@ -152,6 +152,19 @@ TEST_F(FallbackFixture, FullBuildWhenLeanDoesNotCompileAndTheFailureIsRemembered
   EXPECT_EQ(calls(), 3);
 }
 
+// A full build in the cache does not stop auto from taking the lean path (deterministic
+// build_path whatever the cache holds); the lean build then serves later requests.
+TEST_F(FallbackFixture, CachedFullBuildDoesNotPreemptLean) {
+  options.path = BuildPath::kFull;
+  ASSERT_EQ(build(add_spec(), "job1").path, "full");
+  options.path = BuildPath::kAuto;
+  auto r = build(add_spec(), "job2");
+  ASSERT_EQ(r.outcome, BuildOutcome::kOk) << r.log;
+  EXPECT_EQ(r.path, "lean");
+  EXPECT_FALSE(r.cache_hit);
+  EXPECT_TRUE(build(add_spec(), "job3").cache_hit);
+}
+
 TEST_F(FallbackFixture, ForcedLeanPathReportsTheCompileError) {
   ExtensionSpec s = add_spec();
   s.cpp_sources.push_back("at::Tensor g(at::Tensor x) { return at::unsupported_api(x); }");
