@@ -21,7 +21,7 @@ ProcessOptions process_options(const RunnerOptions& options, const RunnerCall& c
   const std::vector<std::string> args = {
       call.mode,          "--job", job_path.string(), "--result", result_path.string(), "--phase-file",
       phase_path.string()};
-  p.env_set = options.extra_env;
+  p.env_set = runner_environment(options);
   if (options.warm && call.mode != "probe") {
     // The client hands the job to the zygote; the job's per-call environment travels along.
     p.argv = {options.python, "-m", "mooreeval_runner.warm_client", options.warm->socket_path().string()};
@@ -30,12 +30,6 @@ ProcessOptions process_options(const RunnerOptions& options, const RunnerCall& c
     p.argv = {options.python, "-m", "mooreeval_runner"};
   }
   p.argv.insert(p.argv.end(), args.begin(), args.end());
-  std::string pythonpath = options.runner_dir.string();
-  if (const char* existing = std::getenv("PYTHONPATH"); existing && *existing)
-    pythonpath += ":" + std::string(existing);
-  p.env_set["PYTHONPATH"] = pythonpath;
-  p.env_set["PYTHONUNBUFFERED"] = "1";
-  p.env_set["PYTHONDONTWRITEBYTECODE"] = "1";
   for (const auto& [k, v] : call.env) p.env_set[k] = v;
   p.cwd = call.work_dir.string();
   p.deadline = call.deadline;
@@ -124,6 +118,17 @@ Result<RunnerOutcome> run_runner(const RunnerOptions& options, const RunnerCall&
   auto process = run_process(*wrapped);
   if (!process.ok()) return process.status();
   return collect(std::move(process).value(), files->result, files->phase);
+}
+
+std::map<std::string, std::string> runner_environment(const RunnerOptions& options) {
+  std::map<std::string, std::string> env = options.extra_env;
+  std::string pythonpath = options.runner_dir.string();
+  if (const char* existing = std::getenv("PYTHONPATH"); existing && *existing)
+    pythonpath += ":" + std::string(existing);
+  env["PYTHONPATH"] = pythonpath;
+  env["PYTHONUNBUFFERED"] = "1";
+  env["PYTHONDONTWRITEBYTECODE"] = "1";
+  return env;
 }
 
 Result<fs::path> locate_runner_dir(const std::string& explicit_dir) {

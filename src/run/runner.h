@@ -65,6 +65,11 @@ class RunnerSession {
   std::filesystem::path result_path_, phase_path_;
 };
 
+// The environment every runner process (and the warm runner's zygote) gets on top of the
+// inherited one: extra_env, PYTHONPATH with the runner dir first, unbuffered output, no
+// bytecode files written next to the runner.
+std::map<std::string, std::string> runner_environment(const RunnerOptions& options);
+
 // Runs a non-dialogue mode (probe, inspect) to completion.
 Result<RunnerOutcome> run_runner(const RunnerOptions& options, const RunnerCall& call);
 

@@ -29,13 +29,7 @@ Result<std::unique_ptr<WarmRunner>> WarmRunner::start(const RunnerOptions& optio
     return invalid_argument("warm runner socket path too long: " + socket.string());
   ProcessOptions p;
   p.argv = {options.python, "-m", "mooreeval_runner", "zygote", socket.string()};
-  p.env_set = options.extra_env;
-  std::string pythonpath = options.runner_dir.string();
-  if (const char* existing = std::getenv("PYTHONPATH"); existing && *existing)
-    pythonpath += ":" + std::string(existing);
-  p.env_set["PYTHONPATH"] = pythonpath;
-  p.env_set["PYTHONUNBUFFERED"] = "1";
-  p.env_set["PYTHONDONTWRITEBYTECODE"] = "1";
+  p.env_set = runner_environment(options);
   p.cwd = dir->path().string();
   // Lives as long as this object; the startup wait below has its own deadline.
   p.deadline = std::chrono::hours(24 * 365);
