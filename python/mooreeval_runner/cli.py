@@ -18,8 +18,14 @@ def _write_result(path, result):
 
 def main(argv):
     if argv and argv[0] == "zygote":
+        zp = argparse.ArgumentParser(prog="mooreeval_runner zygote")
+        zp.add_argument("--listen-fd", type=int, required=True, help="a listening Unix stream socket")
+        zp.add_argument("--log-fd", type=int, required=True, help="where the zygote's own output goes")
+        zp.add_argument("--exclusive", action="store_true",
+                        help="alone in a sandbox: one job at a time, everything it left killed/emptied after")
+        zargs = zp.parse_args(argv[1:])
         from .zygote import serve
-        return serve(argv[1])
+        return serve(zargs.listen_fd, zargs.log_fd, zargs.exclusive)
     parser = argparse.ArgumentParser(prog="mooreeval_runner")
     parser.add_argument("mode", choices=["probe", "inspect", "reference", "candidate"])
     parser.add_argument("--job", required=True, help="job description (JSON file)")

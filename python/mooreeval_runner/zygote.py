@@ -1,12 +1,24 @@
 """The warm runner: a process that has imported torch once and forks a fresh job process
 per request (~10 ms instead of ~5 s of `import torch` per job).
 
-Protocol, over a Unix stream socket, one connection per job (see warm_client.py):
-  client -> zygote: one JSON request {"argv": [...], "cwd": ..., "env": {...}} with the
-                    client's stdin, stdout, stderr and control pipe (fd 3) attached (SCM_RIGHTS)
-  zygote -> client: "pid N\\n" once forked, then "exit N\\n" or "signal N\\n" when the job ends.
+    python3 -m mooreeval_runner zygote --listen-fd N --log-fd M [--exclusive]
+
+The orchestrator (src/run/warm_runner.cpp) creates the listening Unix socket and the log file
+and hands both over as open descriptors, so the socket's path need not be visible to (or
+replaceable by) anything inside a sandbox. Protocol, one connection per request:
+  {"ping": true}        -> "pong\\n" (the zygote is up and serving)
+  a job request {"argv": [...], "cwd": ..., "env": {...}} with the client's stdin, stdout,
+  stderr and control pipe (fd 3) attached (SCM_RIGHTS; see warm_client.py)
+                        -> "pid N\\n" once forked, then "exit N\\n" or "signal N\\n" when it ends.
 If the client's connection closes first (the orchestrator killed the client at its deadline),
 the zygote kills the job's process group at once.
+
+--exclusive: the zygote runs alone in its own sandbox (bubblewrap, its own pid namespace; see
+src/eval/sandboxed_warm_pool.h) and serves one untrusted job at a time. Before it reports a
+job's end (or, for a killed client, before it serves the next request) it kills every other
+process of the namespace, setsid'ed ones included, and empties what a job could leave behind
+for the next one: /tmp, /dev/shm and the namespace's SysV IPC objects. The zygote itself is
+not dumpable, so a job cannot read or write its memory through /proc.
 
 The zygote never initialises CUDA (forking after that is not allowed); each job does, itself.
 It dies with its parent (PR_SET_PDEATHSIG, set by the orchestrator's spawn), and each job dies
@@ -19,9 +31,13 @@ import os
 import select
 import signal
 import socket
+import subprocess
 import sys
+import time
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_DUMPABLE = 4
+_IPC_RMID = 0
 
 
 # torch._dynamo: the candidate runner's first TorchDispatchMode imports it (~1 s), and it wraps
@@ -67,7 +83,9 @@ def _run_job(request, fds, listener, conns, wake_fds):
         signal.set_wakeup_fd(-1)
         for fd in wake_fds:
             os.close(fd)
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # the job's own /proc entries stay usable
         listener.close()
         for c in conns:
             c.close()
@@ -105,28 +123,43 @@ def _fork_poisoned():
     return os.WEXITSTATUS(status) != 0
 
 
-def serve(socket_path):
-    status_path = socket_path + ".status"
+def _in_own_pid_namespace():
+    """Whether this process runs directly under bubblewrap's init in a pid namespace of its own
+    (the only place where killing "every other process" is the sandbox's processes only)."""
+    try:
+        with open("/proc/1/comm") as f:
+            init = f.read().strip()
+    except OSError:
+        return False
+    return init == "bwrap" and os.getppid() == 1
+
+
+def serve(listen_fd, log_fd, exclusive):
+    # Everything we print goes to the orchestrator's log file: nobody drains our stdio pipes.
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    os.close(log_fd)
+    sys.stdout = os.fdopen(1, "w", buffering=1)
+    sys.stderr = os.fdopen(2, "w", buffering=1)
+    if exclusive:
+        if not _in_own_pid_namespace():
+            print("zygote: refused: --exclusive needs a pid namespace of its own (bubblewrap)", flush=True)
+            return 3
+        # Jobs leave files in their work dir and /tmp: nothing is imported from there.
+        cwd = os.getcwd()
+        sys.path[:] = [p for p in sys.path if p not in ("", ".", cwd)]
+        os.chdir("/")
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     # torch.utils.cpp_extension calls torch.cuda.is_available() at import; the NVML-based
     # check answers without initialising CUDA, so forked jobs can still use the GPU.
     os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
     skipped = _preload()
     if "torch" in skipped or _fork_poisoned():
         # Forked jobs could not use the GPU: refuse, and the orchestrator starts runners cold.
-        with open(status_path, "w") as f:
-            f.write("refused: CUDA was initialised while importing torch and the runner; "
-                    "forked jobs could not use the GPU")
+        print("zygote: refused: CUDA was initialised while importing torch and the runner; "
+              "forked jobs could not use the GPU", flush=True)
         return 3
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    if os.path.exists(socket_path):
-        os.unlink(socket_path)
-    listener.bind(socket_path)
-    listener.listen(64)  # the orchestrator waits until it can connect
-    # Nobody drains our own stdout/stderr pipes from now on: keep what we print in a file.
-    log = os.open(socket_path + ".log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
-    os.close(log)
+    listener = socket.socket(fileno=listen_fd)
     if skipped:
         print("zygote: not preloaded (importing them would poison forked CUDA jobs): %s" % skipped, flush=True)
     jobs = {}  # connection -> job pid
@@ -136,35 +169,124 @@ def serve(socket_path):
     signal.signal(signal.SIGCHLD, lambda *_: None)
     while True:
         readable, _, _ = select.select([listener, wake_r] + list(jobs), [], [], 1.0)
-        for r in readable:
+        # Job connections first: a client killed at its deadline is cleaned up after before
+        # the next request (which the orchestrator may already have sent) is served.
+        for r in sorted(readable, key=lambda x: x is listener):
             if r is listener:
-                conn, _ = listener.accept()
-                try:
-                    request, fds = _recv_request(conn)
-                except (OSError, ValueError):
-                    conn.close()
-                    continue
-                if len(fds) != 4:
-                    conn.sendall(b"error expected 4 file descriptors\n")
-                    conn.close()
-                    for fd in fds:
-                        os.close(fd)
-                    continue
-                pid = os.fork()
-                if pid == 0:
-                    _run_job(request, fds, listener, list(jobs) + [conn], (wake_r, wake_w))
-                for fd in fds:
-                    os.close(fd)
-                jobs[conn] = pid
-                conn.sendall(b"pid %d\n" % pid)
+                _accept(listener, jobs, (wake_r, wake_w), exclusive)
             elif r is wake_r:
                 os.read(wake_r, 4096)
-            else:
+            elif r in jobs:
                 # The client closed its end: it was killed (deadline) or gave up; so does the job.
                 if not r.recv(1):
                     _kill_group(jobs.pop(r))
                     r.close()
-        _reap(jobs)
+                    if exclusive:
+                        _sweep()
+        _reap(jobs, exclusive)
+
+
+def _accept(listener, jobs, wake_fds, exclusive):
+    conn, _ = listener.accept()
+    try:
+        request, fds = _recv_request(conn)
+    except (OSError, ValueError):
+        conn.close()
+        return
+    reply = None  # an answer that ends the connection
+    if request.get("ping"):
+        reply = "pong"
+    elif len(fds) != 4:
+        reply = "error expected 4 file descriptors"
+    elif exclusive and jobs:
+        reply = "error busy: this warm runner serves one job at a time"
+    if reply is not None:
+        try:
+            conn.sendall(reply.encode() + b"\n")
+        except OSError:
+            pass
+        conn.close()
+        for fd in fds:
+            os.close(fd)
+        return
+    pid = os.fork()
+    if pid == 0:
+        _run_job(request, fds, listener, list(jobs) + [conn], wake_fds)
+    for fd in fds:
+        os.close(fd)
+    jobs[conn] = pid
+    try:
+        conn.sendall(b"pid %d\n" % pid)
+    except OSError:
+        pass
+
+
+def _others_alive():
+    me = os.getpid()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in (1, me):
+            continue
+        try:
+            with open("/proc/%s/stat" % name) as f:
+                state = f.read().rpartition(")")[2].split()[0]
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if state not in ("Z", "X"):
+            return True
+    return False
+
+
+def _empty_dir(path):
+    """Removes what is inside `path`, never crossing into another file system (the job dir,
+    a bind from the host, may be mounted below /tmp); rm copes with any depth of nesting."""
+    import subprocess
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return
+    if names:
+        subprocess.run(["rm", "-rf", "--one-file-system", "--"] + [os.path.join(path, n) for n in names],
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       timeout=60, check=False)
+
+
+def _remove_sysv_ipc():
+    libc = ctypes.CDLL(None, use_errno=True)
+    for kind, remove in (("shm", lambda i: libc.shmctl(i, _IPC_RMID, None)),
+                         ("msg", lambda i: libc.msgctl(i, _IPC_RMID, None)),
+                         ("sem", lambda i: libc.semctl(i, 0, _IPC_RMID))):
+        try:
+            with open("/proc/sysvipc/" + kind) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 1 and fields[1].isdigit():
+                remove(int(fields[1]))
+
+
+def _sweep():
+    """Exclusive mode, between jobs: no process, file or IPC object of the last job survives."""
+    deadline = time.monotonic() + 5.0
+    while True:
+        try:
+            os.kill(-1, signal.SIGKILL)  # every process we may signal here but init and us
+        except ProcessLookupError:
+            pass
+        while True:  # our own children (the job); orphans are reaped by bubblewrap's init
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+        if not _others_alive() or time.monotonic() > deadline:
+            break
+        time.sleep(0.002)
+    for d in ("/tmp", "/dev/shm"):
+        _empty_dir(d)
+    _remove_sysv_ipc()
 
 
 def _kill_group(pid):
@@ -174,7 +296,7 @@ def _kill_group(pid):
         pass
 
 
-def _reap(jobs):
+def _reap(jobs, exclusive):
     by_pid = {pid: conn for conn, pid in jobs.items()}
     while True:
         try:
@@ -187,6 +309,8 @@ def _reap(jobs):
         if conn is None:
             continue  # already disowned (its client went away)
         _kill_group(pid)  # stragglers in the job's group would keep the client's pipes open
+        if exclusive:
+            _sweep()  # before the orchestrator hears of the end and hands us the next job
         if os.WIFSIGNALED(status):
             line = b"signal %d\n" % os.WTERMSIG(status)
         else:

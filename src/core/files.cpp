@@ -24,9 +24,15 @@ Result<std::string> read_file(const fs::path& path, std::size_t max_bytes) {
                             std::to_string(max_bytes));
   std::ifstream in(path, std::ios::binary);
   if (!in) return internal_error("cannot open " + path.string() + ": " + std::strerror(errno));
-  std::string data(size, '\0');
-  in.read(data.data(), static_cast<std::streamsize>(size));
-  data.resize(static_cast<std::size_t>(in.gcount()));
+  // Read to EOF rather than trusting the size: /proc and /sys files report 0 bytes.
+  std::string data;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof(buf)) || in.gcount() > 0) {
+    data.append(buf, static_cast<std::size_t>(in.gcount()));
+    if (data.size() > max_bytes)
+      return invalid_argument(path.string() + " is over the limit of " + std::to_string(max_bytes) +
+                              " bytes");
+  }
   return data;
 }
 

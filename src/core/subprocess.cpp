@@ -8,8 +8,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <future>
+#include <mutex>
 #include <set>
+#include <thread>
 
 extern char** environ;
 
@@ -297,6 +302,42 @@ Result<ProcessResult> run_process(const ProcessOptions& options) {
   auto child = Subprocess::spawn(options);
   if (!child.ok()) return child.status();
   return child.value()->wait();
+}
+
+}  // namespace musacoder
+
+namespace musacoder {
+
+Result<std::unique_ptr<Subprocess>> Subprocess::spawn_long_lived(const ProcessOptions& options) {
+  // Never destroyed: the thread runs until the process exits (static destructors must not
+  // pull the queue from under it).
+  struct Spawner {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<std::packaged_task<Result<std::unique_ptr<Subprocess>>()>> queue;
+  };
+  static Spawner* spawner = [] {
+    auto* s = new Spawner();
+    std::thread([s] {
+      while (true) {
+        std::unique_lock<std::mutex> lock(s->mu);
+        s->cv.wait(lock, [s] { return !s->queue.empty(); });
+        auto task = std::move(s->queue.front());
+        s->queue.pop_front();
+        lock.unlock();
+        task();
+      }
+    }).detach();
+    return s;
+  }();
+  std::packaged_task<Result<std::unique_ptr<Subprocess>>()> task([&options] { return spawn(options); });
+  auto result = task.get_future();
+  {
+    std::lock_guard<std::mutex> lock(spawner->mu);
+    spawner->queue.push_back(std::move(task));
+  }
+  spawner->cv.notify_one();
+  return result.get();
 }
 
 }  // namespace musacoder

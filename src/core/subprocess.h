@@ -71,7 +71,13 @@ struct ProcessResult {
 class Subprocess {
  public:
   // Starts the child. Non-ok only when it cannot be started (e.g. no such program).
+  // The child gets SIGKILL when the *thread* that spawned it ends (PR_SET_PDEATHSIG is
+  // per thread), which suits a job run by that thread.
   static Result<std::unique_ptr<Subprocess>> spawn(const ProcessOptions& options);
+  // spawn() from a helper thread that lives as long as the process: for children that
+  // outlive the calling thread (warm runners started by a worker), which then die with
+  // the process rather than with that thread.
+  static Result<std::unique_ptr<Subprocess>> spawn_long_lived(const ProcessOptions& options);
   ~Subprocess();  // kills the group if still running
   Subprocess(const Subprocess&) = delete;
   Subprocess& operator=(const Subprocess&) = delete;

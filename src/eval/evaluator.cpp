@@ -1,5 +1,6 @@
 #include "eval/evaluator.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <random>
@@ -86,16 +87,53 @@ Verdict& classify_candidate_failure(Draft& d, const run::RunnerOutcome& o, const
   return d.fail(VerdictClass::kInfraError, stage, "the runner died before the candidate ran: " + o.error);
 }
 
+// Where one untrusted runner job (inspect, candidate) runs: forked by a sandboxed warm
+// runner that holds `lease` (its inputs copied in), or cold in a sandbox of its own.
+struct UntrustedJob {
+  std::optional<SandboxedWarmPool::Lease> lease;
+  run::RunnerOptions runner;
+  fs::path dir;                        // its work dir: job, result, phase and output files
+  ProcessWrapper wrapper;              // cold: the job's sandbox; warm: none (already inside)
+  fs::path candidate_path, task_path;  // as the job sees them
+};
+
+// The job in a warm member when `pool` has one, staging candidate.py and the task file;
+// else cold: `cold_runner` in `cold_dir` under `cold_wrapper`, the files where they are.
+Result<UntrustedJob> untrusted_job(SandboxedWarmPool* pool, const run::RunnerOptions& cold_runner,
+                                   const fs::path& cold_dir, ProcessWrapper cold_wrapper,
+                                   const fs::path& candidate_path, const fs::path& task_path) {
+  UntrustedJob job;
+  if (pool)
+    if (auto lease = pool->acquire()) job.lease.emplace(std::move(*lease));
+  if (!job.lease) {
+    job.runner = cold_runner;
+    job.dir = cold_dir;
+    job.wrapper = std::move(cold_wrapper);
+    job.candidate_path = candidate_path;
+    job.task_path = task_path;
+    return job;
+  }
+  job.runner = job.lease->runner_options();
+  job.dir = job.lease->job_dir();
+  auto cand = job.lease->stage(candidate_path, "candidate.py");
+  if (!cand.ok()) return cand.status();
+  auto task = job.lease->stage(task_path, "task.py");
+  if (!task.ok()) return task.status();
+  job.candidate_path = *cand;
+  job.task_path = *task;
+  return job;
+}
+
 // Runs the runner's inspect mode and the static legality rules. Returns true when that
 // decided the verdict (in `d`); otherwise fills `specs` for the build.
-bool inspect_and_screen(const EvalOptions& options, const run::RunnerOptions& runner,
-                        const task::TaskSpec& task, const fs::path& candidate_path, const fs::path& dir,
-                        const ProcessWrapper& wrapper, Draft& d, std::vector<build::ExtensionSpec>& specs) {
+bool inspect_and_screen(const EvalOptions& options, const UntrustedJob& job, Draft& d,
+                        std::vector<build::ExtensionSpec>& specs) {
   const double max_run_seconds = options.max_run.count() / 1000.0;
   auto t0 = Clock::now();
-  json inspect_job = {{"candidate_path", candidate_path.string()}, {"task_path", fs::absolute(task.path).string()}};
+  json inspect_job = {{"candidate_path", job.candidate_path.string()}, {"task_path", job.task_path.string()}};
   auto inspected = run::run_runner(
-      runner, {"inspect", inspect_job, dir, options.max_run, {{"CUDA_VISIBLE_DEVICES", ""}}, wrapper});
+      job.runner,
+      {"inspect", inspect_job, job.dir, options.max_run, {{"CUDA_VISIBLE_DEVICES", ""}}, job.wrapper});
   d.v.seconds.inspect = since(t0);
   if (!inspected.ok()) {
     d.fail(VerdictClass::kInfraError, "inspect", inspected.status().message());
@@ -215,7 +253,8 @@ const build::LeanShim* Evaluator::lean_shim(const build::Toolchain& toolchain) {
                                        std::max(options_.max_build, std::chrono::milliseconds(600000)));
   if (!shim.ok()) {
     lean_note_ = shim.status().message();
-    std::fprintf(stderr, "mooreeval: lean build path unavailable, using full builds: %s\n", lean_note_.c_str());
+    std::fprintf(stderr, "mooreeval: lean build path unavailable, using full builds: %s\n",
+                 lean_note_.c_str());
     return nullptr;
   }
   lean_shim_ = std::move(shim).value();
@@ -233,16 +272,56 @@ run::RunnerOptions Evaluator::runner_options() {
   // A few restarts at most: a zygote that keeps dying means cold starts from then on.
   if (!warm_ && warm_starts_ < 3) {
     ++warm_starts_;
-    auto warm = run::WarmRunner::start(options_.runner, options_.work_root, std::chrono::seconds(120));
+    auto warm = run::WarmRunner::start(options_.runner, {options_.work_root, std::chrono::seconds(120), {}});
     if (warm.ok()) {
       warm_ = std::move(warm).value();
     } else {
       warm_note_ = warm.status().message();
-      std::fprintf(stderr, "mooreeval: warm runner unavailable, starting runners cold: %s\n", warm_note_.c_str());
+      std::fprintf(stderr, "mooreeval: warm runner unavailable, starting runners cold: %s\n",
+                   warm_note_.c_str());
     }
   }
   r.warm = warm_;
   return r;
+}
+
+SandboxedWarmPool* Evaluator::untrusted_pool(UntrustedRole role) {
+  if (!options_.warm_runners) return nullptr;
+  auto sb = sandbox();
+  if (!sb.ok() || !(*sb)->active()) return nullptr;
+  std::lock_guard<std::mutex> lock(pool_mu_);  // held while the members start: callers wait for them
+  if (!pools_started_) {
+    pools_started_ = true;
+    auto t = toolchain();
+    const build::LeanShim* shim = t.ok() ? lean_shim(*t) : nullptr;
+    const fs::path runner_dir = fs::absolute(options_.runner.runner_dir);
+    const bool cpu = options_.backend == build::Backend::kCpu;
+    const int inspect_size = std::clamp(static_cast<int>(std::thread::hardware_concurrency()) / 4, 1, 4);
+    auto start = [&](sandbox::JobKind kind, bool limit_as, int size, std::vector<fs::path> ro) {
+      WarmPoolOptions o;
+      o.runner = options_.runner;
+      o.sandbox = *sb;
+      o.job = {kind, {}, std::move(ro), options_.gpu_index, limit_as};
+      o.size = size;
+      o.root = options_.work_root;
+      auto pool = SandboxedWarmPool::start(o);
+      if (pool->members() < size)
+        std::fprintf(stderr,
+                     "mooreeval: %d of %d sandboxed warm runners are up (%s); the other jobs start cold\n",
+                     pool->members(), size, pool->note().c_str());
+      return pool;
+    };
+    std::vector<fs::path> run_ro = {runner_dir};
+    if (shim) run_ro.push_back(fs::absolute(shim->library));
+    const auto run_kind = cpu ? sandbox::JobKind::kRunCpu : sandbox::JobKind::kRunCuda;
+    // Inspection imports the candidate without a GPU; on the cpu backend both roles need the
+    // same sandbox, so one pool serves both.
+    run_pool_ = start(run_kind, /*limit_as=*/true, options_.run_slots + (cpu ? inspect_size : 0), run_ro);
+    if (!cpu)
+      inspect_pool_ = start(sandbox::JobKind::kRunCpu, /*limit_as=*/false, inspect_size, {runner_dir});
+  }
+  if (role == UntrustedRole::kInspect && inspect_pool_) return inspect_pool_.get();
+  return run_pool_.get();
 }
 
 Result<sandbox::Sandbox*> Evaluator::sandbox() {
@@ -261,9 +340,6 @@ Result<sandbox::Sandbox*> Evaluator::sandbox() {
     std::cerr << "mooreeval: warning: " << sandbox_->reason() << "\n";
   else if (sandbox_->active() && !sandbox_->reason().empty())
     std::cerr << "mooreeval: sandbox on, degraded: " << sandbox_->reason() << "\n";
-  if (sandbox_->active() && options_.warm_runners)
-    std::cerr << "mooreeval: sandbox on: inspect and candidate runners start cold in their sandbox (the warm "
-                 "runner serves the trusted reference only)\n";
   return sandbox_.get();
 }
 
@@ -287,8 +363,9 @@ Status Evaluator::prepare() {
     if (!t->cuda_available) return failed_precondition("the cuda backend needs a GPU, but torch sees none");
   }
   if (auto sb = sandbox(); !sb.ok()) return sb.status();
-  lean_shim(*t);     // build it now rather than during the first candidate
-  runner_options();  // and start the warm runner
+  lean_shim(*t);                        // build it now rather than during the first candidate
+  runner_options();                     // and start the warm runner
+  untrusted_pool(UntrustedRole::kRun);  // and, with a sandbox, the sandboxed ones
   if (options_.build_path == build::BuildPath::kLean && !lean_shim(*t))
     return failed_precondition("--build-path lean, but the lean path is unavailable: " + lean_note_);
   return {};
@@ -354,19 +431,25 @@ Verdict Evaluator::screen(const task::TaskSpec& task, std::string_view submissio
     return finalize(d.fail(VerdictClass::kInfraError, "prepare", "cannot write the candidate file"));
   // Inspecting executes the candidate's module: in the sandbox (cold) when there is one.
   auto sandbox = this->sandbox();
-  if (!sandbox.ok()) return finalize(d.fail(VerdictClass::kInfraError, "prepare", sandbox.status().message()));
+  if (!sandbox.ok())
+    return finalize(d.fail(VerdictClass::kInfraError, "prepare", sandbox.status().message()));
   auto job_sandbox = (*sandbox)->for_job();
   if (!job_sandbox.ok())
     return finalize(d.fail(VerdictClass::kInfraError, "prepare", job_sandbox.status().message()));
   run::RunnerOptions runner = runner_options();
+  // The trusted warm runner never forks candidate code when there is a sandbox.
   if (job_sandbox->active()) runner.warm.reset();
   const ProcessWrapper wrapper = job_sandbox->wrapper(
-      {sandbox::JobKind::kRunCpu, work->path(),
-       {fs::absolute(options_.runner.runner_dir), fs::absolute(task.path), candidate_path}, 0,
+      {sandbox::JobKind::kRunCpu,
+       work->path(),
+       {fs::absolute(options_.runner.runner_dir), fs::absolute(task.path), candidate_path},
+       0,
        /*limit_address_space=*/options_.backend == build::Backend::kCpu});
+  auto job = untrusted_job(job_sandbox->active() ? untrusted_pool(UntrustedRole::kInspect) : nullptr, runner,
+                           work->path(), wrapper, candidate_path, fs::absolute(task.path));
+  if (!job.ok()) return finalize(d.fail(VerdictClass::kInfraError, "inspect", job.status().message()));
   std::vector<build::ExtensionSpec> specs;
-  if (inspect_and_screen(options_, runner, task, candidate_path, work->path(), wrapper, d, specs))
-    return finalize(d.v);
+  if (inspect_and_screen(options_, *job, d, specs)) return finalize(d.v);
   d.v.verdict = VerdictClass::kOk;
   d.v.stage = "legality";
   d.v.message = "passed the static checks (not built, not run)";
@@ -443,13 +526,14 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   // The reference process starts now, imports torch while we build, and waits at its gate.
   json ref_job = common;
   ref_job["outputs_path"] = (dirs->reference / "reference.bin").string();
-    ref_job["checks_path"] = (dirs->reference / "reference_checks.bin").string();
+  ref_job["checks_path"] = (dirs->reference / "reference_checks.bin").string();
   ref_job["timing_path"] = (dirs->reference / "reference_timing.json").string();
   ref_job["recheck_path"] = (dirs->reference / "reference_recheck.json").string();
   const auto ref_deadline = options_.max_build + 3 * options_.max_run + std::chrono::milliseconds(60000);
   const run::RunnerOptions runner = runner_options();
-  // A warm job is forked by the zygote, outside any per-job sandbox: with the sandbox on,
-  // only the reference (trusted task code) may run warm; candidate code starts cold inside.
+  // The trusted warm runner forks its jobs outside any sandbox: with the sandbox on, only
+  // the reference (task code) runs there; candidate code runs in a sandboxed warm runner
+  // (untrusted_pool) or starts cold in its own sandbox.
   run::RunnerOptions cold = runner;
   if (jail.active()) cold.warm.reset();
   const bool ref_warm = runner.warm != nullptr;
@@ -473,8 +557,12 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
                     {runner_dir, task_path, candidate_path},
                     0,
                     /*limit_address_space=*/options_.backend == build::Backend::kCpu});
-  if (inspect_and_screen(options_, cold, task, candidate_path, dirs->inspect, inspect_wrapper, d, specs))
-    return finalize(d.v);
+  {
+    auto job = untrusted_job(jail.active() ? untrusted_pool(UntrustedRole::kInspect) : nullptr, cold,
+                             dirs->inspect, inspect_wrapper, candidate_path, task_path);
+    if (!job.ok()) return finalize(d.fail(VerdictClass::kInfraError, "inspect", job.status().message()));
+    if (inspect_and_screen(options_, *job, d, specs)) return finalize(d.v);
+  }  // a warm member is free again for the next inspection
 
   // 4. Build.
   build::BuildOptions bopts;
@@ -543,33 +631,45 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
         d.fail(VerdictClass::kInfraError, "run", "the reference runner failed to start: " + o.error));
   }
   ref.command("run");
+  std::vector<fs::path> cand_read_only = {runner_dir, task_path, candidate_path};
+  for (const auto& e : built.extensions) {
+    cand_read_only.push_back(fs::absolute(e.library));
+    if (e.lean && shim) cand_read_only.push_back(fs::absolute(shim->library));
+  }
+  // Declared before the session: a warm member's lease ends after the candidate process.
+  auto place =
+      untrusted_job(jail.active() ? untrusted_pool(UntrustedRole::kRun) : nullptr, cold, dirs->candidate,
+                    jail.wrapper({run_kind, dirs->candidate, cand_read_only, options_.gpu_index}),
+                    candidate_path, task_path);
+  if (!place.ok()) return finalize(d.fail(VerdictClass::kInfraError, "run", place.status().message()));
+  const fs::path cand_dir = place->dir;
   json cand_job = common;
-  cand_job["candidate_path"] = candidate_path.string();
-  cand_job["outputs_path"] = (dirs->candidate / "candidate.bin").string();
-    cand_job["checks_path"] = (dirs->candidate / "candidate_checks.bin").string();
-  cand_job["timing_path"] = (dirs->candidate / "candidate_timing.json").string();
-  cand_job["recheck_path"] = (dirs->candidate / "candidate_recheck.json").string();
+  cand_job["task_path"] = place->task_path.string();
+  cand_job["candidate_path"] = place->candidate_path.string();
+  cand_job["outputs_path"] = (cand_dir / "candidate.bin").string();
+  cand_job["checks_path"] = (cand_dir / "candidate_checks.bin").string();
+  cand_job["timing_path"] = (cand_dir / "candidate_timing.json").string();
+  cand_job["recheck_path"] = (cand_dir / "candidate_recheck.json").string();
   cand_job["kernel_names"] = legality::kernel_names(specs);
   cand_job["poison_bytes"] = options_.poison_bytes;
   cand_job["poison_host"] = true;
   cand_job["extensions"] = json::array();
-  std::vector<fs::path> cand_read_only = {runner_dir, task_path, candidate_path};
-  for (const auto& e : built.extensions) {
-    json entry = {{"name", e.name}, {"path", e.library.string()}};
-    cand_read_only.push_back(fs::absolute(e.library));
-    if (e.lean && shim) {
-      entry["lean_shim"] = shim->library.string();
-      cand_read_only.push_back(fs::absolute(shim->library));
+  for (std::size_t i = 0; i < built.extensions.size(); ++i) {
+    const auto& e = built.extensions[i];
+    fs::path library = e.library;
+    if (place->lease) {  // the member sees only its own job dir (the lean shim: bound at its start)
+      auto staged =
+          place->lease->stage(e.library, "ext" + std::to_string(i) + "-" + e.library.filename().string());
+      if (!staged.ok()) return finalize(d.fail(VerdictClass::kInfraError, "run", staged.status().message()));
+      library = *staged;
     }
+    json entry = {{"name", e.name}, {"path", library.string()}};
+    if (e.lean && shim) entry["lean_shim"] = shim->library.string();
     cand_job["extensions"].push_back(entry);
   }
+  d.v.config["candidate_runner"] = place->lease ? "warm (sandboxed)" : (cold.warm ? "warm" : "cold");
   auto cand_session = run::RunnerSession::start(
-      cold, {"candidate",
-             cand_job,
-             dirs->candidate,
-             options_.max_run,
-             {},
-             jail.wrapper({run_kind, dirs->candidate, cand_read_only, options_.gpu_index})});
+      place->runner, {"candidate", cand_job, cand_dir, options_.max_run, {}, place->wrapper});
   if (!cand_session.ok())
     return finalize(d.fail(VerdictClass::kInfraError, "run", cand_session.status().message()));
   run::RunnerSession& cand = **cand_session;
@@ -591,7 +691,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
 
   // 6. Numeric check.
   auto ref_out = verify::read_output_file(dirs->reference / "reference.bin");
-  auto cand_out = verify::read_output_file(dirs->candidate / "candidate.bin");
+  auto cand_out = verify::read_output_file(cand_dir / "candidate.bin");
   if (!ref_out.ok() || !cand_out.ok()) {
     ref.finish();
     cand.finish();
@@ -612,7 +712,8 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   std::optional<double> ref_median, cand_median;
   ref.command(all_pass ? "bench" : "exit");
   if (all_pass) {
-    if (!ref.wait_for("timed") || !(ref_median = read_timing_median(dirs->reference / "reference_timing.json"))) {
+    if (!ref.wait_for("timed") ||
+        !(ref_median = read_timing_median(dirs->reference / "reference_timing.json"))) {
       auto o = ref.finish();
       cand.finish();
       d.log += runner_log(o);
@@ -620,7 +721,8 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
     }
   }
   cand.command(all_pass ? "bench" : "exit");
-  if (all_pass && cand.wait_for("timed")) cand_median = read_timing_median(dirs->candidate / "candidate_timing.json");
+  if (all_pass && cand.wait_for("timed"))
+    cand_median = read_timing_median(cand_dir / "candidate_timing.json");
   const double threshold = options_.legality.recheck_speedup_above;
   if (ref_median && cand_median && *cand_median > 0 && threshold > 0 &&
       *ref_median / *cand_median > threshold) {
@@ -629,7 +731,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
     std::optional<double> ref_mean, cand_mean;
     if (ref.wait_for("timed")) ref_mean = read_recheck_mean(dirs->reference / "reference_recheck.json");
     cand.command("remeasure");
-    if (cand.wait_for("timed")) cand_mean = read_recheck_mean(dirs->candidate / "candidate_recheck.json");
+    if (cand.wait_for("timed")) cand_mean = read_recheck_mean(cand_dir / "candidate_recheck.json");
     if (ref_mean && cand_mean && *cand_mean > 0) {
       d.v.speedup_check =
           SpeedupCheck{threshold,  *ref_median / *cand_median, *ref_mean / *cand_mean, *ref_mean,
@@ -663,7 +765,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
     d.v.legality.push_back(f);
   if (all_pass && options_.legality.check_runtime_behaviour) {
     auto ref_checks = verify::read_output_file(dirs->reference / "reference_checks.bin");
-    auto cand_checks = verify::read_output_file(dirs->candidate / "candidate_checks.bin");
+    auto cand_checks = verify::read_output_file(cand_dir / "candidate_checks.bin");
     if (!ref_checks.ok())
       return finalize(d.fail(VerdictClass::kInfraError, "verify",
                              "unreadable reference check outputs: " + ref_checks.status().message()));

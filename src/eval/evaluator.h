@@ -21,6 +21,7 @@
 #include "build/extension_build.h"
 #include "build/toolchain.h"
 #include "core/files.h"
+#include "eval/sandboxed_warm_pool.h"
 #include "eval/verdict.h"
 #include "legality/legality.h"
 #include "reward/reward.h"
@@ -49,12 +50,13 @@ struct EvalOptions {
   std::size_t max_log_bytes = 16 << 10;               // log kept in the verdict
   std::filesystem::path work_root;                    // temp dirs (default: system temp)
   std::filesystem::path cache_dir;                    // build cache (empty: none)
-  std::uint64_t cache_max_bytes = std::uint64_t{20} << 30;  // --cache-max-gb: LRU eviction above (0: unbounded)
-  build::BuildPath build_path = build::BuildPath::kAuto;   // --build-path auto|lean|full
-  std::string lean_dir;                               // --lean-dir (default: $MOOREEVAL_LEAN_DIR or the source tree)
-  int build_workers = 0;                              // --build-workers: builds at once (0: one per core)
-  bool warm_runners = true;                           // --no-warm-runners: fork jobs from a process that imported torch
-  bool keep_work_dirs = false;                        // for debugging
+  std::uint64_t cache_max_bytes = std::uint64_t{20}
+                                  << 30;                  // --cache-max-gb: LRU eviction above (0: unbounded)
+  build::BuildPath build_path = build::BuildPath::kAuto;  // --build-path auto|lean|full
+  std::string lean_dir;         // --lean-dir (default: $MOOREEVAL_LEAN_DIR or the source tree)
+  int build_workers = 0;        // --build-workers: builds at once (0: one per core)
+  bool warm_runners = true;     // --no-warm-runners: fork jobs from a process that imported torch
+  bool keep_work_dirs = false;  // for debugging
   reward::RewardOptions reward;
   legality::LegalityOptions legality;
   run::RunnerOptions runner;
@@ -100,6 +102,10 @@ class Evaluator {
   // The runner options for one job: with the warm runner when it is on and healthy (it is
   // (re)started here), else cold interpreter starts.
   run::RunnerOptions runner_options();
+  // The sandboxed warm runners for candidate code (started on first use); null when the
+  // sandbox or warm runners are off (jobs then start cold in their sandbox).
+  enum class UntrustedRole { kInspect, kRun };
+  SandboxedWarmPool* untrusted_pool(UntrustedRole role);
   // The sandbox, created on first use (logs once to stderr when it is off or degraded).
   // Non-ok only in mode on when no sandbox works here.
   Result<sandbox::Sandbox*> sandbox();
@@ -119,10 +125,14 @@ class Evaluator {
   std::optional<build::LeanShim> lean_shim_;
   std::string lean_note_;
   std::optional<TempDir> lean_scratch_;  // where the shim is built when there is no cache
-  std::mutex warm_mu_;  // guards warm_*
+  std::mutex warm_mu_;                   // guards warm_*
   std::shared_ptr<const run::WarmRunner> warm_;
   int warm_starts_ = 0;
   std::string warm_note_;
+  std::mutex pool_mu_;  // guards the pools' creation
+  bool pools_started_ = false;
+  std::unique_ptr<SandboxedWarmPool> run_pool_;      // candidate runs (on cpu: inspections too)
+  std::unique_ptr<SandboxedWarmPool> inspect_pool_;  // inspections on the GPU backends (no GPU)
 };
 
 }  // namespace musacoder::eval

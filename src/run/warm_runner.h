@@ -8,6 +8,10 @@
 // short-lived process that hands its pipes to the zygote and then mirrors the job's exit,
 // so to Subprocess and RunnerSession it is the job.
 //
+// The listening socket and the zygote's log file are created here, in a private directory,
+// and handed to the zygote as open descriptors: a sandboxed zygote (WarmRunnerSpec::sandbox)
+// never sees their paths, so no job can unlink or replace the socket.
+//
 // Thread-safety: socket_path() and healthy() may be called from any thread.
 #pragma once
 
@@ -25,19 +29,31 @@ namespace musacoder::run {
 
 struct RunnerOptions;
 
+struct WarmRunnerSpec {
+  std::filesystem::path parent_dir;                    // its private dir goes here (default: system temp)
+  std::chrono::milliseconds startup_deadline{120000};  // until torch is imported and it serves
+  // Exclusive mode, for untrusted jobs: `sandbox` puts the zygote into a sandbox of its own
+  // (its own pid namespace: the zygote refuses otherwise), it serves one job at a time, and
+  // after each job it kills every process the job left and empties /tmp, /dev/shm and SysV
+  // IPC (see zygote.py). Empty: a trusted zygote on the host, serving jobs concurrently.
+  ProcessWrapper sandbox;
+};
+
 class WarmRunner {
  public:
-  // Starts the zygote with the runner's interpreter and environment and waits until it has
-  // imported torch (or `startup_deadline` passes). `parent_dir`: where its socket lives
-  // (default: the system temp dir).
-  static Result<std::unique_ptr<WarmRunner>> start(const RunnerOptions& options,
-                                                   const std::filesystem::path& parent_dir,
-                                                   std::chrono::milliseconds startup_deadline);
+  // Starts the zygote with the runner's interpreter and environment and waits until it
+  // answers a ping (it does once torch is imported), or the startup deadline passes.
+  // Fails with the zygote's own words when it refuses (e.g. importing torch poisons forked
+  // CUDA jobs) or exits.
+  static Result<std::unique_ptr<WarmRunner>> start(const RunnerOptions& options, const WarmRunnerSpec& spec);
   ~WarmRunner();  // kills the zygote (and with it any job still running)
 
   const std::filesystem::path& socket_path() const { return socket_; }
-  // Whether the zygote accepts connections (it may have died).
-  bool healthy() const;
+  // Whether the zygote answers a ping within `timeout` (it may have died). In exclusive mode
+  // a "yes" also means the clean-up after the previous job is finished.
+  bool healthy(std::chrono::milliseconds timeout = std::chrono::milliseconds(2000)) const;
+  // The last bytes the zygote printed (why it refused or died).
+  std::string log_tail() const;
 
  private:
   WarmRunner(TempDir dir, std::unique_ptr<Subprocess> zygote);

@@ -46,6 +46,9 @@ std::string find_program(const std::string& name) {
   return "";
 }
 
+// The executable: symlinks resolved (a pyenv shim is a script that does not work inside),
+// except in a virtual environment, whose bin/python must stay the entry point (the base
+// interpreter it links to would not see the venv's site-packages).
 Result<PythonInstall> discover_python(const std::string& python) {
   ProcessOptions p;
   p.argv = {python, "-c",
@@ -54,7 +57,8 @@ Result<PythonInstall> discover_python(const std::string& python) {
             "paths.update(site.getsitepackages())\n"
             "u = site.getusersitepackages()\n"
             "if os.path.isdir(u): paths.add(u)\n"
-            "print(json.dumps({'executable': os.path.realpath(sys.executable),"
+            "exe = sys.executable if sys.prefix != sys.base_prefix else os.path.realpath(sys.executable)\n"
+            "print(json.dumps({'executable': exe,"
             " 'paths': sorted(os.path.realpath(x) for x in paths if os.path.isdir(x))}))\n"};
   p.env_unset = {"PYTHONPATH"};
   p.deadline = std::chrono::seconds(60);

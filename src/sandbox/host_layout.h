@@ -27,7 +27,7 @@ HostLayout system_layout();
 std::string find_program(const std::string& name);
 
 struct PythonInstall {
-  std::string executable;                    // sys.executable, symlinks resolved
+  std::string executable;                    // sys.executable (symlinks resolved outside a venv)
   std::vector<std::filesystem::path> paths;  // prefixes and site-packages dirs, outermost only
 };
 

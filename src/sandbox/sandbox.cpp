@@ -368,6 +368,15 @@ Result<std::unique_ptr<Sandbox>> Sandbox::create(const SandboxOptions& options) 
       continue;
     }
     Status st = s->probe(c);
+    if (!st.ok() && s->cgroup_.available) {
+      // The cgroup could be created but a process cannot join it (e.g. a parent that is
+      // not really delegated): rlimits instead, rather than no sandbox.
+      s->cgroup_ = CgroupSupport{false,
+                                 {},
+                                 "cgroup v2 below " + s->cgroup_.parent.string() + " unusable (" +
+                                     st.message() + "): rlimits instead"};
+      st = s->probe(c);
+    }
     if (st.ok()) {
       s->strategy_ = c;
       std::vector<std::string> notes;

@@ -22,7 +22,10 @@ const std::vector<std::string>& denied_syscalls() {
       "swapon", "swapoff", "reboot", "acct", "quotactl", "syslog", "personality",
       // undoing the sandbox
       "mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "fsopen", "fsconfig", "fsmount",
-      "fspick", "move_mount", "open_tree", "mount_setattr"};
+      "fspick", "move_mount", "open_tree", "mount_setattr",
+      // state that would outlive a job in a warm runner's ipc namespace and cannot be
+      // listed to be removed (SysV objects can: the zygote removes them between jobs)
+      "mq_open"};
   return names;
 }
 

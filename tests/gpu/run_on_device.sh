@@ -13,6 +13,8 @@ OUT="${OUT:-/tmp/mooreeval-gpu-out}"
 STEPS="${STEPS:-launch suite}"
 BUILD="${BUILD_DIR:-build-gpu}"
 mkdir -p "$OUT"
+# bubblewrap from the carried .deb when the machine has none: the sandbox is on (--sandbox auto)
+export PATH="$PATH:/opt/devdeps/usr/bin"
 nvidia-smi -L
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available())'
 # libtorch components need Torch's CMake config to find CUDA; without it, build the rest.
@@ -43,11 +45,15 @@ for step in $STEPS; do
       grep -h "GPU_RESULT" "$OUT/ctest_gpu.log" | sort -u > "$OUT/gpu_results.txt" ;;
     bench)
       timeout "$(left)" python3 bench/compile_throughput/run.py --backend cuda --workers "${BENCH_WORKERS:-16}" \
+        --run-slots "${BENCH_RUN_SLOTS:-1}" ${BENCH_ARGS:-} \
         --mooreeval "$BUILD"/tools/mooreeval/mooreeval --json "$OUT/compile_throughput.json" 2>&1 | tee "$OUT/bench.txt"
       echo "bench exit code: ${PIPESTATUS[0]}" ;;
     model)
-      timeout "$(left)" "$BUILD"/tests/gpu/model/model_gpu_tests 2>&1 | tee "$OUT/model_gpu.log" \
-        | grep -E "GPU_RESULT|OK \]|FAILED|Failure|SKIPPED|Which is" ;;
+      timeout "$(left)" "$BUILD"/tests/gpu/model/model_gpu_tests >"$OUT/model_gpu.log" 2>&1
+      rc=$?
+      echo "model_gpu_tests exit code: $rc$( [ $rc -gt 128 ] && echo " (signal $((rc - 128)))")"
+      grep -E "GPU_RESULT|OK \]|FAILED|Failure|SKIPPED|Which is|rror" "$OUT/model_gpu.log" | head -40
+      dmesg 2>/dev/null | tail -5 ;;
     *) echo "unknown step $step" ;;
   esac
 done

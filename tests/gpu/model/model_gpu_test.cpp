@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 
 #include "core/files.h"
@@ -34,7 +35,10 @@ TEST(ModelGpu, Qwen25Coder15BShapeBf16ParityAndTokensPerSecond) {
   ASSERT_TRUE(r.ok() && r->succeeded())
       << (r.ok() ? r->describe() + "\n" + r->stderr_text : r.status().to_string());
   std::printf("GPU_RESULT transformers %s", r->stdout_text.c_str());
+  std::fflush(stdout);  // a crash below must not take the lines above with it
 
+  std::printf("GPU_RESULT step transformers reference done; loading our model\n");
+  std::fflush(stdout);
   ModelOptions mo;
   mo.device = "cuda";
   mo.dtype = "bfloat16";
@@ -42,6 +46,8 @@ TEST(ModelGpu, Qwen25Coder15BShapeBf16ParityAndTokensPerSecond) {
   auto model = load_pretrained(dir->path(), mo);
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("GPU_RESULT step loaded in %.1f s; comparing logits\n", load_s);
+  std::fflush(stdout);
   torch::NoGradGuard no_grad;
   auto ref = SafetensorsCheckpoint::open(dir->path() / "ref.safetensors");
   ASSERT_TRUE(ref.ok());
@@ -59,6 +65,7 @@ TEST(ModelGpu, Qwen25Coder15BShapeBf16ParityAndTokensPerSecond) {
     double top1 = (got.argmax(-1) == want.argmax(-1)).to(torch::kFloat).mean().item<double>();
     std::printf("GPU_RESULT parity B=%ld T=%ld max_abs=%.4g ref_max_abs=%.4g cosine=%.6f top1_agree=%.4f\n",
                 ids.size(0), ids.size(1), max_abs, ref_max, cosine, top1);
+    std::fflush(stdout);
     // bf16 tolerance: different kernel choices move logits by a few bf16 ulps of the largest values.
     EXPECT_GE(cosine, 0.999);
     EXPECT_GE(top1, 0.98);

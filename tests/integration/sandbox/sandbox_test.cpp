@@ -499,8 +499,9 @@ TEST(SandboxStrategy, UserNamespaceStrategyWorksWithASystemPython) {
   auto sb = Sandbox::create(o);
   if (!sb.ok()) {
     auto restrict = read_file("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", 16);
-    if (restrict.ok() && restrict->starts_with("1"))  // Ubuntu >= 23.10 without a bwrap profile
-      GTEST_SKIP() << "unprivileged user namespaces are restricted by AppArmor here: " << sb.status().message();
+    if (restrict.ok()&& restrict->starts_with("1"))  // Ubuntu >= 23.10 without a bwrap profile
+      GTEST_SKIP() << "unprivileged user namespaces are restricted by AppArmor here: "
+                   << sb.status().message();
   }
   ASSERT_TRUE(sb.ok()) << sb.status().to_string();
   EXPECT_EQ((*sb)->settings()["strategy"], "userns");
@@ -516,6 +517,42 @@ TEST(SandboxStrategy, UserNamespaceStrategyWorksWithASystemPython) {
   ASSERT_TRUE(r.succeeded()) << r.stderr_text;
   EXPECT_NE(r.stdout_text.find("denied"), std::string::npos) << r.stdout_text;
   EXPECT_NE(r.stdout_text.find("uid " + std::to_string(jail->uid())), std::string::npos) << r.stdout_text;
+}
+
+TEST(SandboxPython, AVirtualEnvironmentKeepsItsSitePackagesInside) {
+  // The GPU machine's torch lives in a venv: its bin/python, not the base interpreter the
+  // symlink points to, must run inside, or the venv's packages are gone.
+  auto dir = TempDir::create("mooreeval-venv-test-");
+  ASSERT_TRUE(dir.ok());
+  const fs::path venv = fs::absolute(dir->path()) / "venv";
+  auto made = run_plain([&] {
+    ProcessOptions p;
+    p.argv = {"python3", "-m", "venv", "--without-pip", venv.string()};
+    p.deadline = milliseconds(60000);
+    return p;
+  }());
+  if (!made.succeeded()) GTEST_SKIP() << "python3 -m venv unavailable here: " << made.stderr_text;
+  auto site = run_plain([&] {
+    ProcessOptions p;
+    p.argv = {(venv / "bin/python3").string(), "-c", "import site; print(site.getsitepackages()[0])"};
+    return p;
+  }());
+  ASSERT_TRUE(site.succeeded()) << site.stderr_text;
+  const fs::path packages = site.stdout_text.substr(0, site.stdout_text.find('\n'));
+  ASSERT_TRUE(write_file_atomic(packages / "mooreeval_venv_marker.py", "WHERE = 'venv'\n").ok());
+  SandboxOptions o;
+  o.python = (venv / "bin/python3").string();
+  auto sb = make_sandbox(o);
+  REQUIRE_SANDBOX(sb);
+  EXPECT_EQ(sb->python_executable(), o.python);
+  auto job = Job::make();
+  auto jail = sb->for_job();
+  ASSERT_TRUE(jail.ok());
+  ProcessOptions p;
+  p.argv = {o.python, "-c", "import mooreeval_venv_marker as m; print(m.WHERE)"};
+  auto r = run_in(*jail, job, p);
+  EXPECT_TRUE(r.succeeded()) << r.stderr_text;
+  EXPECT_EQ(r.stdout_text, "venv\n");
 }
 
 }  // namespace

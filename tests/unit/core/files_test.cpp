@@ -20,6 +20,14 @@ TEST(Files, ReadWriteAndLimits) {
   EXPECT_EQ(read_file(dir->path()).status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST(Files, ReadsProcFilesThatReportNoSize) {
+  // /proc files stat as 0 bytes; cgroup detection and the GPU's device minor read them.
+  auto r = read_file("/proc/self/status");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_NE(r->find("Pid:"), std::string::npos);
+  EXPECT_FALSE(read_file("/proc/self/status", 16).ok());  // still bounded
+}
+
 TEST(Files, TempDirIsRemoved) {
   std::filesystem::path where;
   {
