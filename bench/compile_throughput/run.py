@@ -158,9 +158,11 @@ def run_mooreeval(cands, backend, workers, binary, cache_dir, extra):
     if not os.path.exists(out):
         sys.exit("mooreeval eval-batch failed (%d): %s" % (proc.returncode, proc.stderr[-2000:]))
     rows = []
+    steady = None
     for line in open(out):
         v = json.loads(line)
         if "verdict" not in v:  # the closing summary line
+            steady = v.get("summary", {}).get("seconds", {}).get("evaluations")
             continue
         s = v["seconds"]
         # e2e: the stages themselves (inspect + build + numeric check + benchmark), without the
@@ -170,6 +172,8 @@ def run_mooreeval(cands, backend, workers, binary, cache_dir, extra):
                      "total": s.get("total", 0.0), "e2e": e2e, "runner": v.get("config", {}).get("candidate_runner"), "ok": v["verdict"] == "ok", "path": v.get("build_path"),
                      "cache_hit": v.get("cache_hit"), "verdict": v["verdict"], "task": v["task"]})
     shutil.rmtree(samples, ignore_errors=True)
+    if steady:
+        rows[0]["_steady_wall"] = steady
     return rows, wall
 
 
@@ -185,6 +189,8 @@ def main():
     ap.add_argument("--run-slots", default="1",
                     help="comma-separated --run-slots values: the uncached and cached passes use the first, "
                          "each further value adds one more cached pass (throughput with concurrent runs per GPU)")
+    ap.add_argument("--cache-dir", help="build cache for the MooreEval passes (default: a fresh one); it may hold "
+                                        "the lean shim already, not the candidates' builds")
     ap.add_argument("--mooreeval-args", default="", help="extra flags for every mooreeval pass (space-separated)")
     args = ap.parse_args()
     cands = candidates(args.backend, args.count)
@@ -194,7 +200,7 @@ def main():
         results["kernelbench load_inline"] = run_kernelbench(cands, args.backend, args.workers, args.trials, 10, 50)
     slots = [int(x) for x in args.run_slots.split(",") if x]
     extra = args.mooreeval_args.split()
-    cache = tempfile.mkdtemp(prefix="me-bench-cache-")
+    cache = args.cache_dir or tempfile.mkdtemp(prefix="me-bench-cache-")
     # The lean shim (one full torch/extension.h compile per toolchain and cache, ~1 min) is
     # built when the evaluator starts, before any candidate: it is in the uncached pass's
     # wall time (evals/s) but in no candidate's stages.
@@ -204,18 +210,23 @@ def main():
     for n in slots[1:]:
         results["mooreeval cached, %d slots" % n] = run_mooreeval(
             cands, args.backend, args.workers, args.mooreeval, cache, extra + ["--run-slots", str(n)])
-    shutil.rmtree(cache, ignore_errors=True)
+    if not args.cache_dir:
+        shutil.rmtree(cache, ignore_errors=True)
 
-    print("\n%-26s %7s %15s %15s %15s %15s %15s %9s" % ("path", "ok", "build p50/p90", "check p50/p90",
-                                                        "bench p50/p90", "e2e p50/p90", "total p50/p90", "evals/s"))
+    print("\n%-26s %7s %15s %15s %15s %15s %15s %9s %9s" % ("path", "ok", "build p50/p90", "check p50/p90",
+                                                            "bench p50/p90", "e2e p50/p90", "total p50/p90",
+                                                            "evals/s", "steady/s"))
     for name, (rows, wall) in results.items():
         cells = []
         for stage in ("build", "check", "bench", "e2e", "total"):
             vals = [r.get(stage, r["total"]) for r in rows]
             cells.append("%6.2f/%-6.2f" % (pct(vals, 0.5), pct(vals, 0.9)))
-        print("%-26s %3d/%-3d %15s %15s %15s %15s %15s %9.3f" % (name, sum(r["ok"] for r in rows), len(rows), *cells,
-                                                                 len(rows) / wall))
-    print("(e2e: the candidate's own stages; total: from its start, including waits for a build or run slot)")
+        steady = rows[0].get("_steady_wall") if rows else None
+        print("%-26s %3d/%-3d %15s %15s %15s %15s %15s %9.3f %9s" % (
+            name, sum(r["ok"] for r in rows), len(rows), *cells, len(rows) / wall,
+            "%.3f" % (len(rows) / steady) if steady else "-"))
+    print("(e2e: the candidate's own stages; total: from its start, including waits for a build or run slot;\n"
+          " evals/s: over the whole process; steady/s: after start-up — toolchain probe, lean shim, warm runners)")
     me = results["mooreeval uncached"][0]
     paths = {}
     for r in me:
