@@ -313,6 +313,8 @@ SandboxedWarmPool* Evaluator::untrusted_pool(UntrustedRole role) {
     };
     std::vector<fs::path> run_ro = {runner_dir};
     if (shim) run_ro.push_back(fs::absolute(shim->library));
+    if (t.ok())
+      for (const auto& p : compiler_prefixes(*t)) run_ro.push_back(p);
     const auto run_kind = cpu ? sandbox::JobKind::kRunCpu : sandbox::JobKind::kRunCuda;
     // Inspection imports the candidate without a GPU; on the cpu backend both roles need the
     // same sandbox, so one pool serves both.
@@ -632,6 +634,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   }
   ref.command("run");
   std::vector<fs::path> cand_read_only = {runner_dir, task_path, candidate_path};
+  for (const auto& p : compiler_prefixes(*toolchain)) cand_read_only.push_back(p);
   for (const auto& e : built.extensions) {
     cand_read_only.push_back(fs::absolute(e.library));
     if (e.lean && shim) cand_read_only.push_back(fs::absolute(shim->library));

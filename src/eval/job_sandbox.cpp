@@ -4,6 +4,8 @@
 
 #include <set>
 
+#include "sandbox/host_layout.h"
+
 namespace musacoder::eval {
 
 namespace fs = std::filesystem;
@@ -22,12 +24,30 @@ Result<JobDirs> make_job_dirs(const fs::path& root) {
   return d;
 }
 
+std::vector<fs::path> compiler_prefixes(const build::Toolchain& t) {
+  std::set<fs::path> dirs;
+  std::string cxx = t.cxx;
+  if (!cxx.empty() && cxx.find('/') == std::string::npos) cxx = sandbox::find_program(cxx);
+  if (cxx.empty()) return {};
+  std::error_code ec;
+  for (const fs::path& binary : {fs::path(cxx), fs::weakly_canonical(cxx, ec)}) {
+    if (binary.empty() || !binary.is_absolute()) continue;
+    // <prefix>/bin/g++: the prefix holds cc1plus, the headers and libstdc++ of that compiler.
+    const fs::path prefix = binary.lexically_normal().parent_path().parent_path();
+    if (prefix.empty() || prefix == "/" || prefix == "/usr" || prefix.string().starts_with("/usr/")) continue;
+    std::error_code ec2;
+    if (fs::is_directory(prefix, ec2)) dirs.insert(prefix);
+  }
+  return {dirs.begin(), dirs.end()};
+}
+
 std::vector<fs::path> toolchain_read_only(const build::Toolchain& t) {
   std::set<fs::path> dirs;
   auto add = [&](const fs::path& p) {
     std::error_code ec;
     if (p.is_absolute() && fs::is_directory(p, ec)) dirs.insert(p.lexically_normal());
   };
+  for (const auto& p : compiler_prefixes(t)) add(p);
   for (const auto& p : t.include_paths_cpu) add(p);
   for (const auto& p : t.include_paths_cuda) add(p);
   add(t.python_include);

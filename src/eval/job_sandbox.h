@@ -27,4 +27,8 @@ Result<JobDirs> make_job_dirs(const std::filesystem::path& root);
 // include and library dirs and the CUDA toolkit (existing dirs only).
 std::vector<std::filesystem::path> toolchain_read_only(const build::Toolchain& t);
 
+// The install prefix of the C++ compiler when it lives outside /usr (e.g. /opt/gcc for
+// /opt/gcc/bin/g++): compilers need it, and run jobs may load its libstdc++.
+std::vector<std::filesystem::path> compiler_prefixes(const build::Toolchain& t);
+
 }  // namespace musacoder::eval

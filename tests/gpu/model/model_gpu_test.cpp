@@ -2,12 +2,17 @@
 // 12 heads, 2 KV heads, intermediate 8960, vocab 151936, tied embeddings, rope theta 1e6), bf16 on CUDA:
 // transformers builds it and its reference logits (hf_reference.py gpu), we load the checkpoint and compare
 // within bf16 tolerance, then both forwards are timed on the same batch shape. Skips without a GPU.
+#include <ATen/Context.h>
+#include <execinfo.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <torch/cuda.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "core/files.h"
@@ -16,6 +21,22 @@
 
 namespace musacoder::model {
 namespace {
+
+// A crash in CUDA code leaves no message: print where it happened.
+void print_backtrace(int sig) {
+  void* frames[64];
+  const int n = ::backtrace(frames, 64);
+  const char msg[] = "\nmodel_gpu_tests: fatal signal, backtrace:\n";
+  (void)!::write(2, msg, sizeof(msg) - 1);
+  ::backtrace_symbols_fd(frames, n, 2);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+const bool kBacktraceInstalled = [] {
+  ::signal(SIGSEGV, print_backtrace);
+  ::signal(SIGABRT, print_backtrace);
+  return true;
+}();
 
 const std::filesystem::path kScript =
     std::filesystem::path(MUSACODER_SOURCE_DIR) / "tests/integration/model/hf_reference.py";
@@ -39,6 +60,10 @@ TEST(ModelGpu, Qwen25Coder15BShapeBf16ParityAndTokensPerSecond) {
 
   std::printf("GPU_RESULT step transformers reference done; loading our model\n");
   std::fflush(stdout);
+  if (std::getenv("MC_SDPA_NO_CUDNN")) {
+    at::globalContext().setSDPUseCuDNN(false);
+    std::printf("GPU_RESULT step cuDNN attention off for SDPA\n");
+  }
   ModelOptions mo;
   mo.device = "cuda";
   mo.dtype = "bfloat16";
@@ -72,14 +97,20 @@ TEST(ModelGpu, Qwen25Coder15BShapeBf16ParityAndTokensPerSecond) {
     EXPECT_LE(max_abs, 0.05 * ref_max + 0.05);
   }
   // Throughput on the shape hf_reference.py timed: batch 4 x 1024, median of 10 after 3 warm-ups.
+  std::printf("GPU_RESULT step timing the forward on 4 x 1024\n");
+  std::fflush(stdout);
   torch::Tensor ids =
-      torch::randint(0, 151936, {4, 1024}, torch::TensorOptions().dtype(torch::kLong).device(torch::kCUDA));
+      torch::randint(0, 151936, {4, 1024}, torch::TensorOptions().dtype(torch::kLong)).to(torch::kCUDA);
   std::vector<double> times;
   for (int it = 0; it < 13; ++it) {
     torch::cuda::synchronize();
     auto s = std::chrono::steady_clock::now();
     (*model)->forward({ids});
     torch::cuda::synchronize();
+    if (it == 0) {
+      std::printf("GPU_RESULT step first timed forward done\n");
+      std::fflush(stdout);
+    }
     if (it >= 3) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - s).count());
   }
   std::sort(times.begin(), times.end());
