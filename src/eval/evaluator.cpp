@@ -87,6 +87,18 @@ Verdict& classify_candidate_failure(Draft& d, const run::RunnerOutcome& o, const
   return d.fail(VerdictClass::kInfraError, stage, "the runner died before the candidate ran: " + o.error);
 }
 
+// A build or run slot, held for the scope.
+class SlotHold {
+ public:
+  explicit SlotHold(std::counting_semaphore<>& slots) : slots_(slots) { slots_.acquire(); }
+  ~SlotHold() { slots_.release(); }
+  SlotHold(const SlotHold&) = delete;
+  SlotHold& operator=(const SlotHold&) = delete;
+
+ private:
+  std::counting_semaphore<>& slots_;
+};
+
 // Where one untrusted runner job (inspect, candidate) runs: forked by a sandboxed warm
 // runner that holds `lease` (its inputs copied in), or cold in a sandbox of its own.
 struct UntrustedJob {
@@ -588,11 +600,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   build::BuildReport built;
   {
     // A build slot bounds concurrent compiles to the cores, whatever the number of workers.
-    build_slots_->acquire();
-    struct BuildSlotRelease {
-      std::counting_semaphore<>& s;
-      ~BuildSlotRelease() { s.release(); }
-    } build_release{*build_slots_};
+    const SlotHold build_slot(*build_slots_);
     built = build::build_extensions(specs, *toolchain, bopts, dir);
   }
   d.v.seconds.build = built.seconds;
@@ -618,12 +626,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
     return finalize(d.fail(VerdictClass::kIllegal, "legality", legality::describe(d.v.legality)));
 
   // 5. Run reference and candidate in the run slot.
-  std::counting_semaphore<>& slots = *run_slots_;
-  slots.acquire();
-  struct SlotRelease {
-    std::counting_semaphore<>& s;
-    ~SlotRelease() { s.release(); }
-  } release{slots};
+  const SlotHold run_slot(*run_slots_);
   t0 = Clock::now();
   run::RunnerSession& ref = **reference;
   if (!ref.wait_for("loaded")) {
