@@ -50,8 +50,15 @@ def _preload():
     """Imports what every job needs, once — each module only if importing it leaves forked
     children able to use CUDA (tried first in a throwaway child). Returns the skipped ones."""
     import importlib
+    # torch itself directly (trying it in a child first would double the largest import);
+    # if it poisons fork, the zygote refuses anyway.
+    importlib.import_module("torch")
+    if _fork_poisoned():
+        return ["torch"]
     skipped = []
     for name in _PRELOAD:
+        if name == "torch":
+            continue
         pid = os.fork()
         if pid == 0:
             try:

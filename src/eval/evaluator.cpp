@@ -378,8 +378,12 @@ Status Evaluator::prepare() {
   }
   if (auto sb = sandbox(); !sb.ok()) return sb.status();
   lean_shim(*t);                        // build it now rather than during the first candidate
-  runner_options();                     // and start the warm runner
-  untrusted_pool(UntrustedRole::kRun);  // and, with a sandbox, the sandboxed ones
+  {
+    // The warm runners import torch (seconds each): the trusted one and, with a sandbox, the
+    // sandboxed ones start side by side.
+    std::jthread trusted([this] { runner_options(); });
+    untrusted_pool(UntrustedRole::kRun);
+  }
   if (options_.build_path == build::BuildPath::kLean && !lean_shim(*t))
     return failed_precondition("--build-path lean, but the lean path is unavailable: " + lean_note_);
   return {};
