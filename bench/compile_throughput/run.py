@@ -13,6 +13,7 @@ Usage (GPU machine):  python3 bench/compile_throughput/run.py --backend cuda --w
         (CPU, quick):  python3 bench/compile_throughput/run.py --backend cpu --count 4 --workers 2
 """
 import argparse
+import collections
 import concurrent.futures as cf
 import importlib.util
 import json
@@ -169,7 +170,8 @@ def run_mooreeval(cands, backend, workers, binary, cache_dir, extra):
         # time spent queueing for a build or run slot, which "total" includes.
         e2e = sum(s.get(k, 0.0) for k in ("extract", "inspect", "build", "run", "benchmark"))
         rows.append({"build": s.get("build", 0.0), "check": s.get("run", 0.0), "bench": s.get("benchmark", 0.0),
-                     "total": s.get("total", 0.0), "e2e": e2e, "runner": v.get("config", {}).get("candidate_runner"), "ok": v["verdict"] == "ok", "path": v.get("build_path"),
+                     "total": s.get("total", 0.0), "e2e": e2e, "runner": v.get("config", {}).get("candidate_runner"),
+                     "ok": v["verdict"] == "ok", "path": v.get("build_path"),
                      "cache_hit": v.get("cache_hit"), "verdict": v["verdict"], "task": v["task"]})
     shutil.rmtree(samples, ignore_errors=True)
     if steady:
@@ -228,12 +230,8 @@ def main():
     print("(e2e: the candidate's own stages; total: from its start, including waits for a build or run slot;\n"
           " evals/s: over the whole process; steady/s: after start-up — toolchain probe, lean shim, warm runners)")
     me = results["mooreeval uncached"][0]
-    paths = {}
-    for r in me:
-        paths[r["path"]] = paths.get(r["path"], 0) + 1
-    runners = {}
-    for r in me:
-        runners[r["runner"]] = runners.get(r["runner"], 0) + 1
+    paths = dict(collections.Counter(r["path"] for r in me))
+    runners = dict(collections.Counter(r["runner"] for r in me))
     print("\nmooreeval uncached build paths: %s; candidate runners: %s" % (paths, runners))
     verdict_diff = [(a["task"], a["verdict"], b["verdict"]) for a, b in
                     zip(sorted(me, key=lambda r: r["task"]), sorted(results["mooreeval cached"][0], key=lambda r: r["task"]))

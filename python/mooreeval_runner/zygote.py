@@ -246,7 +246,6 @@ def _others_alive():
 def _empty_dir(path):
     """Removes what is inside `path`, never crossing into another file system (the job dir,
     a bind from the host, may be mounted below /tmp); rm copes with any depth of nesting."""
-    import subprocess
     try:
         names = os.listdir(path)
     except OSError:
@@ -281,13 +280,8 @@ def _sweep():
             os.kill(-1, signal.SIGKILL)  # every process we may signal here but init and us
         except ProcessLookupError:
             pass
-        while True:  # our own children (the job); orphans are reaped by bubblewrap's init
-            try:
-                pid, _ = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
+        for _ in _exited_children():  # our own (the job); orphans are reaped by bubblewrap's init
+            pass
         if not _others_alive() or time.monotonic() > deadline:
             break
         time.sleep(0.002)
@@ -303,8 +297,8 @@ def _kill_group(pid):
         pass
 
 
-def _reap(jobs, exclusive):
-    by_pid = {pid: conn for conn, pid in jobs.items()}
+def _exited_children():
+    """(pid, status) of each child that has ended, reaped without waiting."""
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -312,6 +306,12 @@ def _reap(jobs, exclusive):
             return
         if pid == 0:
             return
+        yield pid, status
+
+
+def _reap(jobs, exclusive):
+    by_pid = {pid: conn for conn, pid in jobs.items()}
+    for pid, status in _exited_children():
         conn = by_pid.get(pid)
         if conn is None:
             continue  # already disowned (its client went away)

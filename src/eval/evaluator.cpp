@@ -377,7 +377,7 @@ Status Evaluator::prepare() {
     if (!t->cuda_available) return failed_precondition("the cuda backend needs a GPU, but torch sees none");
   }
   if (auto sb = sandbox(); !sb.ok()) return sb.status();
-  lean_shim(*t);                        // build it now rather than during the first candidate
+  lean_shim(*t);  // build it now rather than during the first candidate
   {
     // The warm runners import torch (seconds each): the trusted one and, with a sandbox, the
     // sandboxed ones start side by side.
@@ -447,7 +447,7 @@ Verdict Evaluator::screen(const task::TaskSpec& task, std::string_view submissio
   const fs::path candidate_path = work->path() / "candidate.py";
   if (!write_file_atomic(candidate_path, submission_code->source).ok())
     return finalize(d.fail(VerdictClass::kInfraError, "prepare", "cannot write the candidate file"));
-  // Inspecting executes the candidate's module: in the sandbox (cold) when there is one.
+  // Inspecting executes the candidate's module: in a sandbox (warm or cold) when there is one.
   auto sandbox = this->sandbox();
   if (!sandbox.ok())
     return finalize(d.fail(VerdictClass::kInfraError, "prepare", sandbox.status().message()));
@@ -463,8 +463,8 @@ Verdict Evaluator::screen(const task::TaskSpec& task, std::string_view submissio
        {fs::absolute(options_.runner.runner_dir), fs::absolute(task.path), candidate_path},
        0,
        /*limit_address_space=*/options_.backend == build::Backend::kCpu});
-  auto job = untrusted_job(job_sandbox->active() ? untrusted_pool(UntrustedRole::kInspect) : nullptr, runner,
-                           work->path(), wrapper, candidate_path, fs::absolute(task.path));
+  auto job = untrusted_job(untrusted_pool(UntrustedRole::kInspect), runner, work->path(), wrapper,
+                           candidate_path, fs::absolute(task.path));
   if (!job.ok()) return finalize(d.fail(VerdictClass::kInfraError, "inspect", job.status().message()));
   std::vector<build::ExtensionSpec> specs;
   if (inspect_and_screen(options_, *job, d, specs)) return finalize(d.v);
@@ -576,8 +576,8 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
                     0,
                     /*limit_address_space=*/options_.backend == build::Backend::kCpu});
   {
-    auto job = untrusted_job(jail.active() ? untrusted_pool(UntrustedRole::kInspect) : nullptr, cold,
-                             dirs->inspect, inspect_wrapper, candidate_path, task_path);
+    auto job = untrusted_job(untrusted_pool(UntrustedRole::kInspect), cold, dirs->inspect, inspect_wrapper,
+                             candidate_path, task_path);
     if (!job.ok()) return finalize(d.fail(VerdictClass::kInfraError, "inspect", job.status().message()));
     if (inspect_and_screen(options_, *job, d, specs)) return finalize(d.v);
   }  // a warm member is free again for the next inspection
@@ -647,10 +647,9 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
     if (e.lean && shim) cand_read_only.push_back(fs::absolute(shim->library));
   }
   // Declared before the session: a warm member's lease ends after the candidate process.
-  auto place =
-      untrusted_job(jail.active() ? untrusted_pool(UntrustedRole::kRun) : nullptr, cold, dirs->candidate,
-                    jail.wrapper({run_kind, dirs->candidate, cand_read_only, options_.gpu_index}),
-                    candidate_path, task_path);
+  auto place = untrusted_job(untrusted_pool(UntrustedRole::kRun), cold, dirs->candidate,
+                             jail.wrapper({run_kind, dirs->candidate, cand_read_only, options_.gpu_index}),
+                             candidate_path, task_path);
   if (!place.ok()) return finalize(d.fail(VerdictClass::kInfraError, "run", place.status().message()));
   const fs::path cand_dir = place->dir;
   json cand_job = common;

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -121,17 +122,11 @@ std::optional<SandboxedWarmPool::Lease> SandboxedWarmPool::acquire() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       idle_cv_.wait(lock, [&] {
-        if (members_.empty()) return true;
-        for (auto& c : members_)
-          if (!c->busy) return true;
-        return false;
+        auto idle = std::find_if(members_.begin(), members_.end(), [](const auto& c) { return !c->busy; });
+        m = idle == members_.end() ? nullptr : idle->get();
+        return m || members_.empty();
       });
-      if (members_.empty()) return std::nullopt;
-      for (auto& c : members_)
-        if (!c->busy) {
-          m = c.get();
-          break;
-        }
+      if (!m) return std::nullopt;  // no member left
       m->busy = true;
     }
     const Status ready = make_ready(*m);
