@@ -172,11 +172,24 @@ def run_mooreeval(cands, backend, workers, binary, cache_dir, extra):
         rows.append({"build": s.get("build", 0.0), "check": s.get("run", 0.0), "bench": s.get("benchmark", 0.0),
                      "total": s.get("total", 0.0), "e2e": e2e, "runner": v.get("config", {}).get("candidate_runner"),
                      "ok": v["verdict"] == "ok", "path": v.get("build_path"),
-                     "cache_hit": v.get("cache_hit"), "verdict": v["verdict"], "task": v["task"]})
+                     "cache_hit": v.get("cache_hit"), "verdict": v["verdict"], "task": v["task"],
+                     "run_wait": s.get("run_wait", 0.0), "runners": s.get("runners", {})})
     shutil.rmtree(samples, ignore_errors=True)
     if steady:
         rows[0]["_steady_wall"] = steady
     return rows, wall
+
+
+def runner_steps(rows):
+    """'reference setup 0.52 init 0.01 ... | candidate ...': the p50 of each runner step."""
+    parts = []
+    for side in ("reference", "candidate"):
+        steps = collections.defaultdict(list)
+        for r in rows:
+            for step, secs in r["runners"].get(side, {}).items():
+                steps[step].append(secs)
+        parts.append(side + " " + " ".join("%s %.3f" % (k, pct(v, 0.5)) for k, v in steps.items()))
+    return " | ".join(parts)
 
 
 def main():
@@ -229,6 +242,10 @@ def main():
             "%.3f" % (len(rows) / steady) if steady else "-"))
     print("(e2e: the candidate's own stages; total: from its start, including waits for a build or run slot;\n"
           " evals/s: over the whole process; steady/s: after start-up — toolchain probe, lean shim, warm runners)")
+    print("\nrunner steps, p50 seconds (setup and waiting happen before the run slot is taken; the rest in it):")
+    for name, (rows, _) in results.items():
+        if name.startswith("mooreeval"):
+            print("  %-26s run_wait %.2f | %s" % (name, pct([r["run_wait"] for r in rows], 0.5), runner_steps(rows)))
     me = results["mooreeval uncached"][0]
     paths = dict(collections.Counter(r["path"] for r in me))
     runners = dict(collections.Counter(r["runner"] for r in me))

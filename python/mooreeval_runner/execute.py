@@ -160,13 +160,17 @@ def _after_timing(model, task, job, device, result):
 
 def run_reference(job):
     import torch
+    clock = phase.Stopwatch()
     device = _setup(job)
     task = load_module_from_path(job["task_path"], "mooreeval_task")
+    clock.lap("setup")
     # Imported and ready: the orchestrator starts the trials when the GPU/CPU slot is ours.
     if _gate(job, "loaded", "run") != "run":
         return {"status": "ok", "timing": None, "cancelled": True}
+    clock.lap("waiting")
     torch.manual_seed(job["init_seed"])
     model = task.Model(*_to_device(list(task.get_init_inputs()), device)).to(device).eval()
+    clock.lap("init")
     trials, mutated = _run_trials(model, task, job, device)
     write_outputs(job["outputs_path"], trials)
     checks = []
@@ -176,15 +180,18 @@ def run_reference(job):
         _sync(device)
     if job.get("checks_path"):
         write_outputs(job["checks_path"], checks)
-    result = {"status": "ok", "timing": None, "inputs_mutated": mutated >= 0}
+    clock.lap("trials")
+    result = {"status": "ok", "timing": None, "inputs_mutated": mutated >= 0, "seconds": clock.laps}
     if _gate(job, "outputs_ready", "bench" if job.get("benchmark") else "exit") != "bench":
         return result
+    clock.lap("waiting")
     result["timing"], _ = _timed(model, task, job, device)
+    clock.lap("timing")
     _after_timing(model, task, job, device, result)
     return result
 
 
-def _consistency_calls(model, task, job, device, watch, timed_output, before_profile):
+def _consistency_calls(model, task, job, device, watch, timed_output, before_profile, clock):
     """Calls that must give the reference's answers too: the last timed call, fresh inputs,
     the same input objects again, the same objects overwritten in place, new objects (and on
     CUDA a profiled call). Outputs are kept, not cloned, until written: an output buffer
@@ -220,6 +227,7 @@ def _consistency_calls(model, task, job, device, watch, timed_output, before_pro
     record("new_input_objects", watched(other, "new input objects"), "check", 2)
     profile = None
     before_profile()  # the profiler itself may wrap torch functions
+    clock.lap("checks")
     if device.startswith("cuda"):
         from .kernel_profile import profile_call
         work_dir = os.path.dirname(job["outputs_path"])
@@ -227,23 +235,43 @@ def _consistency_calls(model, task, job, device, watch, timed_output, before_pro
         out, profile = profile_call(lambda: watched(profiled_inputs, "profiled call"), device, work_dir,
                                     list(job.get("kernel_names", [])))
         record("profiled_call", out, "check", 0)
+        clock.lap("profile")
     return outputs, labels, profile
+
+
+def _late_job(job):
+    """What the orchestrator knows only after the build (the built libraries, the kernel
+    names): a file it writes before it sends "run", since the candidate runner may start
+    before the build."""
+    import json
+    path = job.get("late_job_path")
+    if path:
+        with open(path, encoding="utf-8") as f:
+            job.update(json.load(f))
 
 
 def run_candidate(job):
     import torch
+    clock = phase.Stopwatch()
     device = _setup(job)
     task = load_module_from_path(job["task_path"], "mooreeval_task")
-    if _gate(job, "loaded", "run") != "run":
-        return {"status": "ok", "timing": None, "cancelled": True}
+    # The harness's own fixed costs, before the gate (the runner may wait there for its run
+    # slot): nothing of the candidate's runs before "run".
     extension_calls = ExtensionCalls()
     watch = CallWatch(extension_calls)
     watch.warm_up()
     if device.startswith("cuda"):
         import torch.profiler  # noqa: F401  (imported by the harness, before the snapshot)
+        from .kernel_profile import warm_up
+        warm_up()
     snapshot = HarnessSnapshot()  # before any candidate code runs
+    clock.lap("setup")
+    if _gate(job, "loaded", "run") != "run":
+        return {"status": "ok", "timing": None, "cancelled": True}
+    clock.lap("waiting")
+    _late_job(job)
     phase.mark("candidate_loading")  # from here on, a crash is the candidate's
-    result = {"status": "ok", "timing": None}
+    result = {"status": "ok", "timing": None, "seconds": clock.laps}
     try:
         with prebuilt_load_inline(job["extensions"], extension_calls.wrap):
             module = load_module_from_path(job["candidate_path"], "mooreeval_candidate")
@@ -251,6 +279,7 @@ def run_candidate(job):
             model = module.ModelNew(*_to_device(list(task.get_init_inputs()), device))
             if isinstance(model, torch.nn.Module):
                 model = model.to(device).eval()
+        clock.lap("load")
         phase.mark("candidate_running")
         trials, mutated = _run_trials(model, task, job, device, watch)
         result["inputs_mutated"] = mutated >= 0
@@ -264,14 +293,18 @@ def run_candidate(job):
         phase.mark("candidate_writing")
         write_outputs(job["outputs_path"], trials)
         del trials
+        clock.lap("trials")
         if _gate(job, "outputs_ready", "bench" if job.get("benchmark") else "exit") == "bench":
+            clock.lap("waiting")
             phase.mark("candidate_timing")
             result["timing"], timed_output = _timed(model, task, job, device)
+            clock.lap("timing")
             phase.mark("candidate_checking")
             outputs, labels, profile = _consistency_calls(model, task, job, device, watch, timed_output,
-                                                          lambda: _check_snapshot(watch, snapshot))
+                                                          lambda: _check_snapshot(watch, snapshot), clock)
             if job.get("checks_path"):
                 write_outputs(job["checks_path"], outputs)
+            clock.lap("checks")
             result["checks"] = labels
             if profile is not None:
                 result["kernel_profile"] = {k: v for k, v in profile.items() if k != "findings"}

@@ -18,3 +18,20 @@ def mark(name):
         os.write(fd, name.encode())
     finally:
         os.close(fd)
+
+
+class Stopwatch:
+    """Seconds spent per step of a runner job, reported in its result ("seconds"), so a
+    verdict shows where the time of its run slot went."""
+
+    def __init__(self):
+        from time import monotonic
+        self._clock = monotonic
+        self._last = monotonic()
+        self.laps = {}
+
+    def lap(self, name):
+        """Charges the time since the previous lap (or the start) to `name`."""
+        now = self._clock()
+        self.laps[name] = round(self.laps.get(name, 0.0) + now - self._last, 4)
+        self._last = now

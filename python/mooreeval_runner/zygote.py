@@ -42,8 +42,8 @@ _IPC_RMID = 0
 
 # torch._dynamo: the candidate runner's first TorchDispatchMode imports it (~1 s), and it wraps
 # torch functions on import, which must happen before the harness snapshot (guards.py).
-_PRELOAD = ["torch", "numpy", "torch.utils.cpp_extension", "torch._dynamo", "mooreeval_runner.cli",
-            "mooreeval_runner.execute", "mooreeval_runner.inspect_candidate"]
+_PRELOAD = ["torch", "numpy", "torch.utils.cpp_extension", "torch._dynamo", "torch.profiler",
+            "mooreeval_runner.cli", "mooreeval_runner.execute", "mooreeval_runner.inspect_candidate"]
 
 
 def _preload():
@@ -274,6 +274,13 @@ def _remove_sysv_ipc():
 
 def _sweep():
     """Exclusive mode, between jobs: no process, file or IPC object of the last job survives."""
+    _kill_all()
+    _clean_up()
+
+
+def _kill_all():
+    """Every process of the sandbox but init and us, dead and reaped: nothing of the job can
+    write to its outputs any more."""
     deadline = time.monotonic() + 5.0
     while True:
         try:
@@ -285,6 +292,10 @@ def _sweep():
         if not _others_alive() or time.monotonic() > deadline:
             break
         time.sleep(0.002)
+
+
+def _clean_up():
+    """The files and IPC objects a job may have left (its processes are dead)."""
     for d in ("/tmp", "/dev/shm"):
         _empty_dir(d)
     _remove_sysv_ipc()
@@ -317,7 +328,7 @@ def _reap(jobs, exclusive):
             continue  # already disowned (its client went away)
         _kill_group(pid)  # stragglers in the job's group would keep the client's pipes open
         if exclusive:
-            _sweep()  # before the orchestrator hears of the end and hands us the next job
+            _kill_all()  # before the orchestrator hears of the end and reads the job's outputs
         if os.WIFSIGNALED(status):
             line = b"signal %d\n" % os.WTERMSIG(status)
         else:
@@ -328,3 +339,7 @@ def _reap(jobs, exclusive):
             pass
         conn.close()
         del jobs[conn]
+        if exclusive:
+            # After the report, so it overlaps the orchestrator's reading of the outputs: this
+            # loop is single-threaded, so the next ping (acquire()) is answered after it.
+            _clean_up()

@@ -271,6 +271,10 @@ void Subprocess::send_stdin(const std::string& data, bool close_after) {
   if (close_after && s.stdin_written >= s.stdin_pending.size()) close_fd(s.in_fd);
 }
 
+void Subprocess::set_deadline(std::chrono::milliseconds from_now) {
+  state_->deadline = Clock::now() + from_now;
+}
+
 ProcessResult Subprocess::wait() {
   State& s = *state_;
   while (true) {

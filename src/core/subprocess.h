@@ -92,6 +92,10 @@ class Subprocess {
   // Waits for exit (or kills the group at the deadline) and returns what happened.
   ProcessResult wait();
 
+  // Moves the deadline to `from_now` after this call (e.g. a runner started ahead of its
+  // run slot gets its run deadline when the slot is taken). No effect once it exited.
+  void set_deadline(std::chrono::milliseconds from_now);
+
  private:
   struct State;
   explicit Subprocess(std::unique_ptr<State> state);

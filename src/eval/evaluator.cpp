@@ -11,6 +11,7 @@
 #include "core/text.h"
 #include "eval/job_sandbox.h"
 #include "eval/runtime_checks.h"
+#include "eval/untrusted_job.h"
 #include "verify/compare.h"
 #include "verify/output_file.h"
 
@@ -87,53 +88,24 @@ Verdict& classify_candidate_failure(Draft& d, const run::RunnerOutcome& o, const
   return d.fail(VerdictClass::kInfraError, stage, "the runner died before the candidate ran: " + o.error);
 }
 
-// A build or run slot, held for the scope.
-class SlotHold {
- public:
-  explicit SlotHold(std::counting_semaphore<>& slots) : slots_(slots) { slots_.acquire(); }
-  ~SlotHold() { slots_.release(); }
-  SlotHold(const SlotHold&) = delete;
-  SlotHold& operator=(const SlotHold&) = delete;
+// How long a runner waits for its run slot at most, before the slot sets its real deadline
+// (RunnerSession::set_deadline): long, since the evaluation itself ends it (a session is
+// killed when destroyed), and a queue of many workers for one slot can be long.
+constexpr std::chrono::milliseconds kBeforeRunSlot = std::chrono::hours(24);
 
- private:
-  std::counting_semaphore<>& slots_;
+// A candidate runner and what it holds: destroyed in reverse order (the process first,
+// then its warm member's lease, then the permit).
+struct CandidateRun {
+  Permit permit;
+  UntrustedJob place;
+  std::unique_ptr<run::RunnerSession> session;
+  fs::path late_job;  // where it reads the part of its job that the build decides
 };
 
-// Where one untrusted runner job (inspect, candidate) runs: forked by a sandboxed warm
-// runner that holds `lease` (its inputs copied in), or cold in a sandbox of its own.
-struct UntrustedJob {
-  std::optional<SandboxedWarmPool::Lease> lease;
-  run::RunnerOptions runner;
-  fs::path dir;                        // its work dir: job, result, phase and output files
-  ProcessWrapper wrapper;              // cold: the job's sandbox; warm: none (already inside)
-  fs::path candidate_path, task_path;  // as the job sees them
-};
-
-// The job in a warm member when `pool` has one, staging candidate.py and the task file;
-// else cold: `cold_runner` in `cold_dir` under `cold_wrapper`, the files where they are.
-Result<UntrustedJob> untrusted_job(SandboxedWarmPool* pool, const run::RunnerOptions& cold_runner,
-                                   const fs::path& cold_dir, ProcessWrapper cold_wrapper,
-                                   const fs::path& candidate_path, const fs::path& task_path) {
-  UntrustedJob job;
-  if (pool)
-    if (auto lease = pool->acquire()) job.lease.emplace(std::move(*lease));
-  if (!job.lease) {
-    job.runner = cold_runner;
-    job.dir = cold_dir;
-    job.wrapper = std::move(cold_wrapper);
-    job.candidate_path = candidate_path;
-    job.task_path = task_path;
-    return job;
-  }
-  job.runner = job.lease->runner_options();
-  job.dir = job.lease->job_dir();
-  auto cand = job.lease->stage(candidate_path, "candidate.py");
-  if (!cand.ok()) return cand.status();
-  auto task = job.lease->stage(task_path, "task.py");
-  if (!task.ok()) return task.status();
-  job.candidate_path = *cand;
-  job.task_path = *task;
-  return job;
+// The runner's own per-step seconds ("seconds" in its result), under `side` in the verdict.
+void note_runner_seconds(Verdict& v, const std::string& side, const run::RunnerOutcome& o) {
+  if (o.result && o.result->contains("seconds") && (*o.result)["seconds"].is_object())
+    v.seconds.runners[side] = (*o.result)["seconds"];
 }
 
 // Runs the runner's inspect mode and the static legality rules. Returns true when that
@@ -189,6 +161,7 @@ json EvalOptions::to_json() const {
           {"max_run_seconds", max_run.count() / 1000.0},
           {"gpu_index", gpu_index},
           {"run_slots", run_slots},
+          {"prestart_runners", prestart_runners},
           {"build_path", build::build_path_name(build_path)},
           {"build_workers", build_workers},
           {"warm_runners", warm_runners},
@@ -206,11 +179,19 @@ json EvalOptions::to_json() const {
 Evaluator::Evaluator(EvalOptions options)
     : options_(std::move(options)),
       run_slots_(std::make_unique<std::counting_semaphore<>>(std::max(1, options_.run_slots))),
+      candidate_permits_(std::make_unique<std::counting_semaphore<>>(candidate_runners())),
       build_slots_(std::make_unique<std::counting_semaphore<>>(
           options_.build_workers > 0 ? options_.build_workers
                                      : std::max(1, static_cast<int>(std::thread::hardware_concurrency())))) {
   seed_state_ =
       options_.seed ? *options_.seed : std::random_device{}() ^ (uint64_t{std::random_device{}()} << 32);
+}
+
+int Evaluator::candidate_runners() const {
+  const int ahead = options_.prestart_runners >= 0             ? options_.prestart_runners
+                    : options_.backend == build::Backend::kCpu ? 1
+                                                               : 4;
+  return std::max(1, options_.run_slots) + ahead;
 }
 
 uint64_t Evaluator::next_seed() {
@@ -330,7 +311,7 @@ SandboxedWarmPool* Evaluator::untrusted_pool(UntrustedRole role) {
     const auto run_kind = cpu ? sandbox::JobKind::kRunCpu : sandbox::JobKind::kRunCuda;
     // Inspection imports the candidate without a GPU; on the cpu backend both roles need the
     // same sandbox, so one pool serves both.
-    run_pool_ = start(run_kind, /*limit_as=*/true, options_.run_slots + (cpu ? inspect_size : 0), run_ro);
+    run_pool_ = start(run_kind, /*limit_as=*/true, candidate_runners() + (cpu ? inspect_size : 0), run_ro);
     if (!cpu)
       inspect_pool_ = start(sandbox::JobKind::kRunCpu, /*limit_as=*/false, inspect_size, {runner_dir});
   }
@@ -547,7 +528,6 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   ref_job["checks_path"] = (dirs->reference / "reference_checks.bin").string();
   ref_job["timing_path"] = (dirs->reference / "reference_timing.json").string();
   ref_job["recheck_path"] = (dirs->reference / "reference_recheck.json").string();
-  const auto ref_deadline = options_.max_build + 3 * options_.max_run + std::chrono::milliseconds(60000);
   const run::RunnerOptions runner = runner_options();
   // The trusted warm runner forks its jobs outside any sandbox: with the sandbox on, only
   // the reference (task code) runs there; candidate code runs in a sandboxed warm runner
@@ -560,12 +540,51 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
       {"reference",
        ref_job,
        dirs->reference,
-       ref_deadline,
+       kBeforeRunSlot,
        {},
        ref_warm ? ProcessWrapper{}
                 : jail.wrapper({run_kind, dirs->reference, {runner_dir, task_path}, options_.gpu_index})});
   if (!reference.ok())
     return finalize(d.fail(VerdictClass::kInfraError, "run", reference.status().message()));
+
+  // The candidate runner starts as early as a permit allows: it imports the task and sets
+  // up the device and the harness while we inspect and build, then waits at its gate
+  // (nothing of the candidate's runs before "run"). What only the build knows comes later,
+  // in its late job file. A cold job in a sandbox sees only the paths bound when it starts,
+  // so that one starts after the build, with its libraries.
+  auto start_candidate = [&](Permit permit, std::vector<fs::path> read_only,
+                             bool early) -> Result<std::optional<CandidateRun>> {
+    read_only.insert(read_only.begin(), {runner_dir, task_path, candidate_path});
+    for (const auto& p : compiler_prefixes(*toolchain)) read_only.push_back(p);
+    auto place = untrusted_job(untrusted_pool(UntrustedRole::kRun), cold, dirs->candidate,
+                               jail.wrapper({run_kind, dirs->candidate, read_only, options_.gpu_index}),
+                               candidate_path, task_path);
+    if (!place.ok()) return place.status();
+    if (early && !place->lease && jail.active()) return std::optional<CandidateRun>{};
+    const fs::path dir = place->dir;
+    json job = common;
+    job["task_path"] = place->task_path.string();
+    job["candidate_path"] = place->candidate_path.string();
+    job["outputs_path"] = (dir / "candidate.bin").string();
+    job["checks_path"] = (dir / "candidate_checks.bin").string();
+    job["timing_path"] = (dir / "candidate_timing.json").string();
+    job["recheck_path"] = (dir / "candidate_recheck.json").string();
+    job["poison_bytes"] = options_.poison_bytes;
+    job["poison_host"] = true;
+    const fs::path late = place->lease ? place->lease->staged_path("late.json") : dir / "late.json";
+    job["late_job_path"] = late.string();
+    auto session =
+        run::RunnerSession::start(place->runner, {"candidate", job, dir, kBeforeRunSlot, {}, place->wrapper});
+    if (!session.ok()) return session.status();
+    return std::optional<CandidateRun>(
+        CandidateRun{std::move(permit), std::move(place).value(), std::move(session).value(), late});
+  };
+  std::optional<CandidateRun> cand_run;
+  if (auto permit = Permit::try_take(*candidate_permits_)) {
+    auto early = start_candidate(std::move(*permit), {}, /*early=*/true);
+    if (!early.ok()) return finalize(d.fail(VerdictClass::kInfraError, "run", early.status().message()));
+    if (*early) cand_run.emplace(std::move(**early));
+  }
 
   // 2-3. Inspect (parse, static findings, load_inline specs) and static legality.
   std::vector<build::ExtensionSpec> specs;
@@ -604,7 +623,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   build::BuildReport built;
   {
     // A build slot bounds concurrent compiles to the cores, whatever the number of workers.
-    const SlotHold build_slot(*build_slots_);
+    const Permit build_slot = Permit::take(*build_slots_);
     built = build::build_extensions(specs, *toolchain, bopts, dir);
   }
   d.v.seconds.build = built.seconds;
@@ -630,9 +649,51 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
     return finalize(d.fail(VerdictClass::kIllegal, "legality", legality::describe(d.v.legality)));
 
   // 5. Run reference and candidate in the run slot.
-  const SlotHold run_slot(*run_slots_);
+  if (!cand_run) {
+    std::vector<fs::path> libraries;
+    for (const auto& e : built.extensions) {
+      libraries.push_back(fs::absolute(e.library));
+      if (e.lean && shim) libraries.push_back(fs::absolute(shim->library));
+    }
+    auto started = start_candidate(Permit::take(*candidate_permits_), std::move(libraries), /*early=*/false);
+    if (!started.ok()) return finalize(d.fail(VerdictClass::kInfraError, "run", started.status().message()));
+    if (!*started)
+      return finalize(d.fail(VerdictClass::kInfraError, "run", "the candidate runner did not start"));
+    cand_run.emplace(std::move(**started));
+  }
+  const UntrustedJob& place = cand_run->place;
+  const fs::path cand_dir = place.dir;
+  d.v.config["candidate_runner"] = place.lease ? "warm (sandboxed)" : (cold.warm ? "warm" : "cold");
+  {
+    json late = {{"kernel_names", legality::kernel_names(specs)}, {"extensions", json::array()}};
+    for (std::size_t i = 0; i < built.extensions.size(); ++i) {
+      const auto& e = built.extensions[i];
+      // A warm member sees only its own job dir (the lean shim: bound at its start).
+      auto library =
+          place.provide(e.library, "ext" + std::to_string(i) + "-" + e.library.filename().string());
+      if (!library.ok())
+        return finalize(d.fail(VerdictClass::kInfraError, "run", library.status().message()));
+      json entry = {{"name", e.name}, {"path", library->string()}};
+      if (e.lean && shim) entry["lean_shim"] = shim->library.string();
+      late["extensions"].push_back(entry);
+    }
+    const fs::path written = dirs->candidate / "late.json";
+    if (!write_file_atomic(written, late.dump()).ok())
+      return finalize(d.fail(VerdictClass::kInfraError, "run", "cannot write the candidate's late job file"));
+    auto provided = place.provide(written, "late.json");
+    if (!provided.ok() || *provided != cand_run->late_job)
+      return finalize(
+          d.fail(VerdictClass::kInfraError, "run", "cannot hand the late job file to the candidate"));
+  }
+  const auto t_wait = Clock::now();
+  const Permit run_slot = Permit::take(*run_slots_);
+  d.v.seconds.run_wait = since(t_wait);
   t0 = Clock::now();
   run::RunnerSession& ref = **reference;
+  run::RunnerSession& cand = *cand_run->session;
+  // Deadlines count from the slot: the reference runs, benchmarks and may re-measure.
+  ref.set_deadline(3 * options_.max_run + std::chrono::milliseconds(60000));
+  cand.set_deadline(options_.max_run);
   if (!ref.wait_for("loaded")) {
     auto o = ref.finish();
     d.log += runner_log(o);
@@ -640,48 +701,6 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
         d.fail(VerdictClass::kInfraError, "run", "the reference runner failed to start: " + o.error));
   }
   ref.command("run");
-  std::vector<fs::path> cand_read_only = {runner_dir, task_path, candidate_path};
-  for (const auto& p : compiler_prefixes(*toolchain)) cand_read_only.push_back(p);
-  for (const auto& e : built.extensions) {
-    cand_read_only.push_back(fs::absolute(e.library));
-    if (e.lean && shim) cand_read_only.push_back(fs::absolute(shim->library));
-  }
-  // Declared before the session: a warm member's lease ends after the candidate process.
-  auto place = untrusted_job(untrusted_pool(UntrustedRole::kRun), cold, dirs->candidate,
-                             jail.wrapper({run_kind, dirs->candidate, cand_read_only, options_.gpu_index}),
-                             candidate_path, task_path);
-  if (!place.ok()) return finalize(d.fail(VerdictClass::kInfraError, "run", place.status().message()));
-  const fs::path cand_dir = place->dir;
-  json cand_job = common;
-  cand_job["task_path"] = place->task_path.string();
-  cand_job["candidate_path"] = place->candidate_path.string();
-  cand_job["outputs_path"] = (cand_dir / "candidate.bin").string();
-  cand_job["checks_path"] = (cand_dir / "candidate_checks.bin").string();
-  cand_job["timing_path"] = (cand_dir / "candidate_timing.json").string();
-  cand_job["recheck_path"] = (cand_dir / "candidate_recheck.json").string();
-  cand_job["kernel_names"] = legality::kernel_names(specs);
-  cand_job["poison_bytes"] = options_.poison_bytes;
-  cand_job["poison_host"] = true;
-  cand_job["extensions"] = json::array();
-  for (std::size_t i = 0; i < built.extensions.size(); ++i) {
-    const auto& e = built.extensions[i];
-    fs::path library = e.library;
-    if (place->lease) {  // the member sees only its own job dir (the lean shim: bound at its start)
-      auto staged =
-          place->lease->stage(e.library, "ext" + std::to_string(i) + "-" + e.library.filename().string());
-      if (!staged.ok()) return finalize(d.fail(VerdictClass::kInfraError, "run", staged.status().message()));
-      library = *staged;
-    }
-    json entry = {{"name", e.name}, {"path", library.string()}};
-    if (e.lean && shim) entry["lean_shim"] = shim->library.string();
-    cand_job["extensions"].push_back(entry);
-  }
-  d.v.config["candidate_runner"] = place->lease ? "warm (sandboxed)" : (cold.warm ? "warm" : "cold");
-  auto cand_session = run::RunnerSession::start(
-      place->runner, {"candidate", cand_job, cand_dir, options_.max_run, {}, place->wrapper});
-  if (!cand_session.ok())
-    return finalize(d.fail(VerdictClass::kInfraError, "run", cand_session.status().message()));
-  run::RunnerSession& cand = **cand_session;
 
   if (!ref.wait_for("outputs_ready")) {
     auto o = ref.finish();
@@ -748,6 +767,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
     }
   }
   auto ref_done = ref.finish();
+  note_runner_seconds(d.v, "reference", ref_done);
   if (all_pass) {
     if (!ref_done.result || ref_done.result->value("status", "") != "ok") {
       cand.finish();
@@ -757,6 +777,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
     d.v.reference_time = timing_from(*ref_done.result);
   }
   auto cand_done = cand.finish();
+  note_runner_seconds(d.v, "candidate", cand_done);
   d.v.seconds.benchmark = since(t0);
   if (!cand_done.result || cand_done.result->value("status", "") != "ok")
     return finalize(

@@ -32,15 +32,19 @@
 namespace musacoder::eval {
 
 struct EvalOptions {
-  build::Backend backend = build::Backend::kCpu;      // --backend
-  double rtol = 1e-3;                                 // --tolerance-rtol (a task's sidecar overrides)
-  double atol = 1e-3;                                 // --tolerance-atol (a task's sidecar overrides)
-  int warmup_iters = 10;                              // --warmup-iters
-  int benchmark_iters = 50;                           // --benchmark-iters
-  std::chrono::milliseconds max_build{60000};         // --max-build-seconds
-  std::chrono::milliseconds max_run{30000};           // --max-run-seconds (one runner process)
-  int gpu_index = 0;                                  // device the run slots use (cuda)
-  int run_slots = 1;                                  // candidates on the device at once
+  build::Backend backend = build::Backend::kCpu;  // --backend
+  double rtol = 1e-3;                             // --tolerance-rtol (a task's sidecar overrides)
+  double atol = 1e-3;                             // --tolerance-atol (a task's sidecar overrides)
+  int warmup_iters = 10;                          // --warmup-iters
+  int benchmark_iters = 50;                       // --benchmark-iters
+  std::chrono::milliseconds max_build{60000};     // --max-build-seconds
+  std::chrono::milliseconds max_run{30000};       // --max-run-seconds (one runner process)
+  int gpu_index = 0;                              // device the run slots use (cuda)
+  int run_slots = 1;                              // candidates on the device at once
+  // --prestart-runners: candidate runners that may be up ahead of the run slots (started
+  // while their candidate is inspected and built, waiting at their gate); -1: 1 on cpu, 4
+  // on GPU backends. The sandboxed run pool has run_slots + this many members.
+  int prestart_runners = -1;
   bool flush_l2 = true;                               // flush L2 before each timed call (cuda)
   std::size_t poison_bytes = std::size_t{256} << 20;  // cuda: allocator memory filled with NaN per trial
   int cpu_threads = 0;                                // torch intra-op threads in runners (0: torch default)
@@ -110,6 +114,8 @@ class Evaluator {
   // Non-ok only in mode on when no sandbox works here.
   Result<sandbox::Sandbox*> sandbox();
   uint64_t next_seed();
+  // Candidate runners alive at once: the run slots plus those started ahead of them.
+  int candidate_runners() const;
 
   EvalOptions options_;
   std::mutex mu_;  // guards toolchain_, rng state
@@ -119,6 +125,7 @@ class Evaluator {
   std::optional<Status> sandbox_error_;
   uint64_t seed_state_ = 0;
   std::unique_ptr<std::counting_semaphore<>> run_slots_;
+  std::unique_ptr<std::counting_semaphore<>> candidate_permits_;  // candidate_runners() of them
   std::unique_ptr<std::counting_semaphore<>> build_slots_;
   std::mutex lean_mu_;  // guards the lean_* members (held while the shim builds)
   bool lean_prepared_ = false;

@@ -192,10 +192,14 @@ const fs::path& SandboxedWarmPool::Lease::job_dir() const {
   return member_->job_dir;
 }
 
+fs::path SandboxedWarmPool::Lease::staged_path(const std::string& name) const {
+  return member_->job_dir / "in" / name;
+}
+
 Result<fs::path> SandboxedWarmPool::Lease::stage(const fs::path& file, const std::string& name) const {
   if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
     return invalid_argument("bad staged file name '" + name + "'");
-  const fs::path to = member_->job_dir / "in" / name;
+  const fs::path to = staged_path(name);
   std::error_code ec;
   fs::copy_file(file, to, fs::copy_options::overwrite_existing, ec);
   if (ec) return internal_error("cannot copy " + file.string() + " into the warm runner: " + ec.message());

@@ -67,6 +67,8 @@ class SandboxedWarmPool {
     // Where the job runs and writes (its cwd and output paths belong here).
     const std::filesystem::path& job_dir() const;
     // Copies `file` into the job dir's in/ as `name`, read-only; returns the copy's path.
+    // (staged_path: where stage() puts `name`, known before the file is.)
+    std::filesystem::path staged_path(const std::string& name) const;
     Result<std::filesystem::path> stage(const std::filesystem::path& file, const std::string& name) const;
     // The runner options that fork the job in this member (no ProcessWrapper needed: the
     // member is already sandboxed).

@@ -41,6 +41,10 @@ struct SpeedupCheck {
 
 struct StageSeconds {
   double extract = 0, inspect = 0, build = 0, run = 0, benchmark = 0, total = 0;
+  double run_wait = 0;  // waiting for a run slot (not in run: that counts from the slot)
+  // Per side ("reference", "candidate"): the runner's own seconds per step (setup, waiting,
+  // load, trials, timing, checks, profile), when it finished with a result.
+  nlohmann::json runners = nlohmann::json::object();
 };
 
 struct Verdict {
@@ -61,7 +65,7 @@ struct Verdict {
   StageSeconds seconds;
   bool cache_hit = false;
   std::string build_path;  // "lean", "full", "mixed"; "" when nothing was built
-  int attempts = 1;  // > 1 when infrastructure failures were retried
+  int attempts = 1;        // > 1 when infrastructure failures were retried
   std::vector<legality::Finding> legality;
   std::string candidate_sha256;
   std::string log;        // compiler / runner output, truncated

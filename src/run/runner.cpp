@@ -103,6 +103,10 @@ void RunnerSession::command(const std::string& word) {
   process_->send_stdin(word + "\n", /*close_after=*/false);
 }
 
+void RunnerSession::set_deadline(std::chrono::milliseconds from_now) {
+  process_->set_deadline(from_now);
+}
+
 RunnerOutcome RunnerSession::finish() {
   process_->send_stdin("", /*close_after=*/true);
   return collect(process_->wait(), result_path_, phase_path_);

@@ -55,6 +55,8 @@ class RunnerSession {
   bool wait_for(const std::string& line);
   // Sends one word of the dialogue ("run", "bench", "exit").
   void command(const std::string& word);
+  // A new deadline, `from_now` after this call (see Subprocess::set_deadline).
+  void set_deadline(std::chrono::milliseconds from_now);
   // Closes the runner's stdin (which it reads as "exit" at any gate), waits for it to
   // exit and collects the outcome.
   RunnerOutcome finish();

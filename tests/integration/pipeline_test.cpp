@@ -63,6 +63,37 @@ TEST(Isolation, CrashAndTimeoutDoNotAffectNeighbours) {
     EXPECT_EQ(verdicts[i].verdict, eval::VerdictClass::kOk) << jobs[i].label << ": " << verdicts[i].message;
 }
 
+// Candidate runners start before their run slot (prestart_runners) and wait at their gate;
+// their deadline counts from the slot. Three candidates that each hold the one slot ~8 s:
+// the last waits longer than --max-run-seconds and must still score ok.
+TEST(RunSlots, ARunnerStartedAheadGetsItsDeadlineFromTheSlot) {
+  auto options = test_options(build::Backend::kCpu);
+  options.max_run = std::chrono::seconds(12);
+  options.run_slots = 1;
+  options.prestart_runners = 2;
+  eval::Evaluator ev(options);
+  ASSERT_TRUE(ev.prepare().ok());
+  auto task = task::resolve_task("elementwise/add", kSourceDir / "tasks");
+  ASSERT_TRUE(task.ok());
+  const auto file = kSourceDir / "tests/fixtures/candidates/slow_init_cpu.py";
+  std::vector<eval::BatchJob> jobs = {{*task, file, "first"}, {*task, file, "second"}, {*task, file, "third"}};
+  auto verdicts = eval::run_batch(ev, jobs, 3);
+  ASSERT_EQ(verdicts.size(), jobs.size());
+  double longest_wait = 0;
+  for (const auto& v : verdicts) {
+    EXPECT_EQ(v.verdict, eval::VerdictClass::kOk) << v.message << "\n" << v.log;
+    longest_wait = std::max(longest_wait, v.seconds.run_wait);
+    // Each side reports where its time went; the candidate's setup happened before its slot.
+    ASSERT_TRUE(v.seconds.runners.contains("candidate")) << v.seconds.runners.dump();
+    ASSERT_TRUE(v.seconds.runners.contains("reference")) << v.seconds.runners.dump();
+    EXPECT_GE(v.seconds.runners["candidate"].value("load", 0.0), 6.5) << v.seconds.runners.dump();
+    EXPECT_TRUE(v.seconds.runners["candidate"].contains("setup"));
+    EXPECT_TRUE(v.seconds.runners["candidate"].contains("waiting"));
+  }
+  // The scenario happened: someone waited for the slot longer than its run deadline.
+  EXPECT_GT(longest_wait, 12.0);
+}
+
 TEST(BuildTimeout, ExceedingMaxBuildSecondsIsATimeout) {
   auto options = test_options(build::Backend::kCpu);
   options.max_build = std::chrono::seconds(2);  // torch/extension.h alone takes longer

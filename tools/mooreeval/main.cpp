@@ -53,6 +53,9 @@ void add_common(CLI::App* app, CommonFlags& f, EvalOptions& o) {
   app->add_option("--reward-speedup-cap", o.reward.speedup_cap, "lesson scheme: speedup where perf saturates")
       ->capture_default_str();
   app->add_option("--gpu", o.gpu_index, "GPU index for the cuda backend")->capture_default_str();
+  app->add_option("--prestart-runners", o.prestart_runners,
+                  "candidate runners started ahead of the run slots (-1: 1 on cpu, 4 on GPUs)")
+      ->capture_default_str();
   app->add_option("--run-slots", o.run_slots, "candidates on the device at once")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
@@ -64,12 +67,14 @@ void add_common(CLI::App* app, CommonFlags& f, EvalOptions& o) {
   app->add_option("--runner-dir", f.runner_dir, "directory holding mooreeval_runner/ (default: source tree)");
   app->add_option("--cache-dir", f.cache_dir, "build cache (default: ~/.cache/mooreeval/builds)");
   app->add_flag("--no-cache", f.no_cache, "do not use the build cache");
-  app->add_option("--cache-max-gb", f.cache_max_gb, "evict least recently used builds above this size (0: never)")
+  app->add_option("--cache-max-gb", f.cache_max_gb,
+                  "evict least recently used builds above this size (0: never)")
       ->capture_default_str();
   app->add_option("--build-path", f.build_path,
                   "auto (lean headers where they compile, else load_inline's build) | lean | full")
       ->capture_default_str();
-  app->add_option("--build-workers", o.build_workers, "concurrent builds (0: one per core)")->capture_default_str();
+  app->add_option("--build-workers", o.build_workers, "concurrent builds (0: one per core)")
+      ->capture_default_str();
   app->add_flag("--no-warm-runners", f.no_warm, "start a fresh interpreter per runner job (no zygote)");
   app->add_option("--lean-dir", o.lean_dir, "lean build sources (default: source tree's src/build/lean)");
   app->add_option("--work-dir", f.work_dir, "parent of per-job temp dirs");
@@ -112,6 +117,7 @@ std::string resolve(const CommonFlags& f, CLI::App* app, EvalOptions& o) {
   if (!(f.cache_max_gb >= 0)) return "--cache-max-gb must be >= 0";
   o.cache_max_bytes = static_cast<uint64_t>(f.cache_max_gb * double(1ull << 30));
   if (o.build_workers < 0) return "--build-workers must be >= 0";
+  if (o.prestart_runners < -1) return "--prestart-runners must be >= -1";
   o.warm_runners = !f.no_warm;
   if (!(o.rtol >= 0 && o.rtol < 1) || !(o.atol >= 0 && o.atol < 1)) return "tolerances must be in [0, 1)";
   o.max_build = std::chrono::milliseconds(static_cast<long>(f.max_build_seconds * 1000));

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <memory>
+#include <thread>
 
 namespace musacoder {
 namespace {
@@ -40,6 +41,28 @@ TEST(Subprocess, ReportsSignals) {
 TEST(Subprocess, DeadlineKillsTheWholeGroup) {
   // The grandchild holds stdout open; the deadline kill must reach it too.
   auto r = run_sh("sleep 30 & sleep 30", 300);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_LT(r.wall_seconds, 5.0);
+}
+
+TEST(Subprocess, SetDeadlineMovesItFromNow) {
+  ProcessOptions o;
+  o.argv = {"/bin/sh", "-c", "sleep 0.6; exit 4"};
+  o.deadline = std::chrono::milliseconds(200);
+  auto later = Subprocess::spawn(o);
+  ASSERT_TRUE(later.ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // past the first deadline, unseen
+  (*later)->set_deadline(std::chrono::seconds(10));
+  auto r = (*later)->wait();
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 4);
+
+  o.argv = {"/bin/sh", "-c", "sleep 30"};
+  o.deadline = std::chrono::seconds(60);
+  auto sooner = Subprocess::spawn(o);
+  ASSERT_TRUE(sooner.ok());
+  (*sooner)->set_deadline(std::chrono::milliseconds(200));
+  r = (*sooner)->wait();
   EXPECT_TRUE(r.timed_out);
   EXPECT_LT(r.wall_seconds, 5.0);
 }
