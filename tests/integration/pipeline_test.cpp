@@ -76,7 +76,8 @@ TEST(RunSlots, ARunnerStartedAheadGetsItsDeadlineFromTheSlot) {
   auto task = task::resolve_task("elementwise/add", kSourceDir / "tasks");
   ASSERT_TRUE(task.ok());
   const auto file = kSourceDir / "tests/fixtures/candidates/slow_init_cpu.py";
-  std::vector<eval::BatchJob> jobs = {{*task, file, "first"}, {*task, file, "second"}, {*task, file, "third"}};
+  std::vector<eval::BatchJob> jobs = {
+      {*task, file, "first"}, {*task, file, "second"}, {*task, file, "third"}};
   auto verdicts = eval::run_batch(ev, jobs, 3);
   ASSERT_EQ(verdicts.size(), jobs.size());
   double longest_wait = 0;
@@ -96,7 +97,7 @@ TEST(RunSlots, ARunnerStartedAheadGetsItsDeadlineFromTheSlot) {
 
 TEST(BuildTimeout, ExceedingMaxBuildSecondsIsATimeout) {
   auto options = test_options(build::Backend::kCpu);
-  options.max_build = std::chrono::seconds(2);  // torch/extension.h alone takes longer
+  options.max_build = std::chrono::seconds(2);   // torch/extension.h alone takes longer
   options.build_path = build::BuildPath::kFull;  // the lean path builds this in ~1 s
   options.cache_dir.clear();
   eval::Evaluator ev(options);
