@@ -1,7 +1,7 @@
 """Running the reference Model or a candidate ModelNew on the trial inputs.
 
-Both sides build inputs the same way: torch.manual_seed(seed); get_inputs(); move to the
-device. Seeds come from the orchestrator (fresh per evaluation). The two sides run in
+Both sides build inputs the same way: torch.manual_seed(seed); get_inputs(); on the device
+(drawn there on GPUs, see _make_inputs). Seeds come from the orchestrator (fresh per evaluation). The two sides run in
 different processes; only the orchestrator sees both outputs.
 
 After the benchmark the candidate answers consistency calls (fresh inputs, repeated calls,
@@ -23,7 +23,19 @@ def _to_device(values, device):
 
 
 def _make_inputs(task, seed, device):
+    """torch.manual_seed(seed); get_inputs(); on the device. On a GPU the task's factory calls
+    run under `with torch.device(device)`, so random inputs are drawn there: drawing large
+    tensors on the CPU and copying them took most of a run slot. A get_inputs that cannot run
+    that way (it calls .numpy(), say) draws on the CPU instead: the same on both sides, which
+    run the same task code with the same seed."""
     import torch
+    if device.startswith("cuda"):
+        torch.manual_seed(seed)
+        try:
+            with torch.device(device):
+                return _to_device(list(task.get_inputs()), device)
+        except Exception:  # noqa: BLE001  (task code; the CPU draw below decides)
+            pass
     torch.manual_seed(seed)
     return _to_device(list(task.get_inputs()), device)
 

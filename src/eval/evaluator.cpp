@@ -686,7 +686,8 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
           d.fail(VerdictClass::kInfraError, "run", "cannot hand the late job file to the candidate"));
   }
   const auto t_wait = Clock::now();
-  const Permit run_slot = Permit::take(*run_slots_);
+  std::optional<Permit> run_slot;
+  run_slot.emplace(Permit::take(*run_slots_));
   d.v.seconds.run_wait = since(t_wait);
   t0 = Clock::now();
   run::RunnerSession& ref = **reference;
@@ -766,19 +767,22 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
                        *cand_mean, "wall_clock_batch"};
     }
   }
+  // The candidate's process ends inside the slot (nothing of it may still run on the device
+  // when the next job times); the reference's exit (trusted code, its device work done)
+  // overlaps the next job.
+  auto cand_done = cand.finish();
+  run_slot.reset();
   auto ref_done = ref.finish();
   note_runner_seconds(d.v, "reference", ref_done);
+  note_runner_seconds(d.v, "candidate", cand_done);
+  d.v.seconds.benchmark = since(t0);
   if (all_pass) {
     if (!ref_done.result || ref_done.result->value("status", "") != "ok") {
-      cand.finish();
       d.log += runner_log(ref_done);
       return finalize(d.fail(VerdictClass::kInfraError, "benchmark", "the reference benchmark failed"));
     }
     d.v.reference_time = timing_from(*ref_done.result);
   }
-  auto cand_done = cand.finish();
-  note_runner_seconds(d.v, "candidate", cand_done);
-  d.v.seconds.benchmark = since(t0);
   if (!cand_done.result || cand_done.result->value("status", "") != "ok")
     return finalize(
         classify_candidate_failure(d, cand_done, all_pass ? "benchmark" : "run", max_run_seconds));

@@ -58,7 +58,7 @@ for step in $STEPS; do
       case "$probe" in ok*) ;; *) [ -z "${BENCH_SANDBOX:-}" ] && sandbox=off && echo "SANDBOXED CUDA EVALUATION FAILED: benchmarking with --sandbox off" ;; esac
       timeout "$(left)" python3 bench/compile_throughput/run.py --backend cuda --workers "${BENCH_WORKERS:-16}" \
         --run-slots "${BENCH_RUN_SLOTS:-1}" "--mooreeval-args=--sandbox $sandbox" --cache-dir "$bench_cache" \
-        --mooreeval "$BUILD"/tools/mooreeval/mooreeval --json "$OUT/compile_throughput.json" 2>&1 | tee "$OUT/bench.txt"
+        --mooreeval "$BUILD"/tools/mooreeval/mooreeval --json "$OUT/compile_throughput.json" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.txt"
       echo "bench exit code: ${PIPESTATUS[0]}" ;;
     model)
       timeout "$(left)" "$BUILD"/tests/gpu/model/model_gpu_tests >"$OUT/model_gpu.log" 2>&1
