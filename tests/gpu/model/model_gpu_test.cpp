@@ -113,6 +113,8 @@ TEST(ModelGpu, Qwen25Coder15BShapeBf16ParityAndTokensPerSecond) {
     }
     if (it >= 3) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - s).count());
   }
+  std::printf("GPU_RESULT step all timed forwards done\n");
+  std::fflush(stdout);
   std::sort(times.begin(), times.end());
   double med = times[times.size() / 2];
   std::printf(
@@ -120,6 +122,15 @@ TEST(ModelGpu, Qwen25Coder15BShapeBf16ParityAndTokensPerSecond) {
       "1024, "
       "\"load_s\": %.1f}\n",
       static_cast<double>(ids.numel()) / med, med, load_s);
+  std::fflush(stdout);  // stdout is a file here: a crash in the teardown below must not lose the line
+  // The teardown one object at a time, each announced: a crash names the object.
+  ids = torch::Tensor();
+  model = internal_error("released");
+  std::printf("GPU_RESULT step model released\n");
+  std::fflush(stdout);
+  ref = internal_error("released");
+  std::printf("GPU_RESULT step reference checkpoint released\n");
+  std::fflush(stdout);
 }
 
 }  // namespace
