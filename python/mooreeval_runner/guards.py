@@ -141,36 +141,46 @@ class CallWatch:
         return out
 
 
-def _thread_cpu_ticks():
-    ticks = {}
+def _thread_cpu_seconds():
+    """CPU seconds used so far by each thread of this process: schedstat's nanoseconds where
+    the kernel keeps them, else utime + stime in clock ticks."""
+    hz = os.sysconf("SC_CLK_TCK")
+    used = {}
     for tid in os.listdir("/proc/self/task"):
+        try:
+            with open("/proc/self/task/%s/schedstat" % tid, "rb") as f:
+                used[int(tid)] = int(f.read().split()[0]) / 1e9
+            continue
+        except (OSError, IndexError, ValueError):
+            pass
         try:
             with open("/proc/self/task/%s/stat" % tid, "rb") as f:
                 fields = f.read().rsplit(b")", 1)[1].split()
-            ticks[int(tid)] = int(fields[11]) + int(fields[12])  # utime + stime
+            used[int(tid)] = (int(fields[11]) + int(fields[12])) / hz
         except (OSError, IndexError, ValueError):
             continue
-    return ticks
+    return used
 
 
-def busy_native_threads(window_s=0.2, settle_s=0.05, share=0.5):
+def busy_native_threads(window_s=0.08, settle_s=0.02, share=0.5):
     """Threads other than this one that used more than `share` of a CPU over `window_s`
-    seconds after forward returned: work still running in the background. [(tid, share)]"""
+    seconds after forward returned: work still running in the background. [(tid, share)]
+    (schedstat counts nanoseconds, so a short window is enough; the settle time lets the
+    candidate's OpenMP workers park, which they do within microseconds)"""
     if not os.path.isdir("/proc/self/task"):
         return []
     me = threading.get_native_id()
     time.sleep(settle_s)
-    t0 = _thread_cpu_ticks()
+    t0 = _thread_cpu_seconds()
     start = time.monotonic()
     time.sleep(window_s)
-    t1 = _thread_cpu_ticks()
+    t1 = _thread_cpu_seconds()
     elapsed = max(time.monotonic() - start, 1e-3)
-    hz = os.sysconf("SC_CLK_TCK")
     busy = []
-    for tid, ticks in t1.items():
+    for tid, seconds in t1.items():
         if tid == me or tid not in t0:
             continue
-        used = (ticks - t0[tid]) / hz / elapsed
+        used = (seconds - t0[tid]) / elapsed
         if used > share:
             busy.append((tid, round(used, 2)))
     return busy

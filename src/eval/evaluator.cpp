@@ -701,15 +701,18 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
     return finalize(
         d.fail(VerdictClass::kInfraError, "run", "the reference runner failed to start: " + o.error));
   }
+  // Both sides' trials run at once (neither is timed; only we see both outputs): the slot
+  // holds the longer of the two, not their sum.
   ref.command("run");
-
+  cand.command("run");
   if (!ref.wait_for("outputs_ready")) {
     auto o = ref.finish();
     d.log += runner_log(o);
+    cand.set_deadline(std::chrono::milliseconds(0));  // its trials are of no use now
+    cand.finish();
     std::string why = o.result ? o.result->value("message", "") : o.error;
     return finalize(d.fail(VerdictClass::kInfraError, "run", "the reference failed: " + why));
   }
-  cand.command("run");
   if (!cand.wait_for("outputs_ready")) {
     ref.finish();
     auto o = cand.finish();

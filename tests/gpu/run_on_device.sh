@@ -66,7 +66,9 @@ for step in $STEPS; do
       echo "model_gpu_tests exit code: $rc$( [ $rc -gt 128 ] && echo " (signal $((rc - 128)))")"
       grep -E "GPU_RESULT|OK \]|FAILED|Failure|SKIPPED|Which is|rror" "$OUT/model_gpu.log" | head -40
       grep -A30 "fatal signal" "$OUT/model_gpu.log" | head -40
-      if [ $rc -gt 128 ]; then  # a crash: once more with cuDNN's SDPA kernels off, to tell whether they are the cause
+      [ $rc -gt 128 ] && command -v gdb >/dev/null && timeout 300 gdb -q -batch -ex run -ex bt -ex "info sharedlibrary" \
+        "$BUILD"/tests/gpu/model/model_gpu_tests >"$OUT/model_gdb.log" 2>&1 && grep -A25 "received signal" "$OUT/model_gdb.log" | head -40
+      if [ $rc -gt 128 ] && [ -n "${MODEL_NOCUDNN:-}" ]; then  # a crash: once more with cuDNN's SDPA off
         MC_SDPA_NO_CUDNN=1 timeout "$(left)" "$BUILD"/tests/gpu/model/model_gpu_tests >"$OUT/model_gpu_nocudnn.log" 2>&1
         echo "model_gpu_tests (cuDNN SDPA off) exit code: $?"
         grep -E "GPU_RESULT|OK \]|FAILED|Failure|Which is" "$OUT/model_gpu_nocudnn.log" | head -20

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <torch/cuda.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,21 +23,44 @@
 namespace musacoder::model {
 namespace {
 
-// A crash in CUDA code leaves no message: print where it happened.
-void print_backtrace(int sig) {
-  void* frames[64];
-  const int n = ::backtrace(frames, 64);
+// A crash in CUDA code leaves no message: print where it happened. A jump to a null (or unmapped)
+// function pointer leaves the program counter where backtrace() cannot unwind from, so the return
+// address on top of the stack — the caller of the bad pointer — is printed too.
+void print_backtrace(int sig, siginfo_t*, void* context) {
   const char msg[] = "\nmodel_gpu_tests: fatal signal, backtrace:\n";
   (void)!::write(2, msg, sizeof(msg) - 1);
+  void* frames[64];
+  const int n = ::backtrace(frames, 64);
   ::backtrace_symbols_fd(frames, n, 2);
+  const auto* uc = static_cast<const ucontext_t*>(context);
+  void* pc = reinterpret_cast<void*>(uc->uc_mcontext.gregs[REG_RIP]);
+  void* caller = *reinterpret_cast<void* const*>(uc->uc_mcontext.gregs[REG_RSP]);
+  const char at[] = "faulting pc, then the return address on top of the stack:\n";
+  (void)!::write(2, at, sizeof(at) - 1);
+  void* both[2] = {pc, caller};
+  ::backtrace_symbols_fd(both, 2, 2);
   ::signal(sig, SIG_DFL);
   ::raise(sig);
 }
 const bool kBacktraceInstalled = [] {
-  ::signal(SIGSEGV, print_backtrace);
-  ::signal(SIGABRT, print_backtrace);
+  struct sigaction sa {};
+  sa.sa_sigaction = print_backtrace;
+  sa.sa_flags = SA_SIGINFO;
+  ::sigaction(SIGSEGV, &sa, nullptr);
+  ::sigaction(SIGABRT, &sa, nullptr);
+  // stdout is a file on the GPU machine: unbuffered, so a crash loses none of gtest's lines either,
+  // and the exit handlers announce themselves (a crash after this line is in static destruction).
+  std::setvbuf(stdout, nullptr, _IONBF, 0);
+  std::atexit([] { std::printf("GPU_RESULT step exit handlers of the test binary ran\n"); });
   return true;
 }();
+
+// Marks the end of all tests, before main() returns.
+class AnnounceTearDown : public ::testing::Environment {
+ public:
+  void TearDown() override { std::printf("GPU_RESULT step all tests done, main() returning\n"); }
+};
+const auto* const kAnnounce = ::testing::AddGlobalTestEnvironment(new AnnounceTearDown);
 
 const std::filesystem::path kScript =
     std::filesystem::path(MUSACODER_SOURCE_DIR) / "tests/integration/model/hf_reference.py";

@@ -1,6 +1,8 @@
 // Config parsing, safetensors I/O and the model's error paths, without Python.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "core/files.h"
@@ -17,6 +19,19 @@ json tiny_config(const std::string& type = "qwen3") {
           {"num_hidden_layers", 1},   {"num_attention_heads", 4},
           {"num_key_value_heads", 2}, {"max_position_embeddings", 64},
           {"rope_theta", 10000.0}};
+}
+
+// libtorch exports its own statically linked std::filesystem; a program linking mc_model must
+// call the system libstdc++'s (src/model/CMakeLists.txt: the CUDA wheel's copy of remove_all
+// crashes).
+TEST(Linking, StdFilesystemComesFromLibstdcxxNotLibtorch) {
+  using RemoveAll = std::uintmax_t (*)(const std::filesystem::path&, std::error_code&);
+  RemoveAll f = &std::filesystem::remove_all;
+  Dl_info info{};
+  ASSERT_NE(::dladdr(reinterpret_cast<void*>(f), &info), 0);
+  ASSERT_NE(info.dli_fname, nullptr);
+  EXPECT_NE(std::string(info.dli_fname).find("libstdc++"), std::string::npos)
+      << "std::filesystem::remove_all resolves to " << info.dli_fname;
 }
 
 TEST(Config, ParsesBothRopeDialectsAndRejectsUnknowns) {
