@@ -70,7 +70,7 @@ void BuildCache::record_failure(const std::string& key, const std::string& log) 
   fs::create_directories(staging, ec);
   if (write_file_atomic(staging / kFailureFile, log.substr(0, 4096)).ok())
     fs::rename(staging, dir_ / key, ec);
-  fs::remove_all(staging, ec);
+  (void)remove_tree(staging);
 }
 
 fs::path BuildCache::publish(const std::string& key, const fs::path& library) const {
@@ -83,7 +83,7 @@ fs::path BuildCache::publish(const std::string& key, const fs::path& library) co
   fs::create_directories(staging, ec);
   fs::copy_file(library, staging / name, fs::copy_options::overwrite_existing, ec);
   if (!ec) fs::rename(staging, dir_ / key, ec);
-  if (ec) fs::remove_all(staging, ec);  // someone else published it first: fine
+  if (ec) (void)remove_tree(staging);  // someone else published it first: fine
   if (max_bytes_ > 0) evict(key);
   if (fs::is_regular_file(dir_ / key / name, ec)) return dir_ / key / name;
   return library;
@@ -138,7 +138,7 @@ std::uint64_t BuildCache::evict(const std::string& keep) const {
       const fs::path trash = dir_ / (".trash-" + key + "-" + std::to_string(::getpid()));
       fs::rename(en.path, trash, ec);
       if (!ec) {
-        fs::remove_all(trash, ec);
+        (void)remove_tree(trash);
         removed += en.bytes;
       }
       if (fd >= 0) {

@@ -1,5 +1,7 @@
 #include "core/files.h"
 
+#include <ftw.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,6 +13,42 @@
 namespace musacoder {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// nftw's callback takes no user pointer; one walk per thread at a time.
+thread_local std::string tls_remove_error;
+
+int remove_entry(const char* entry, const struct stat*, int type, struct FTW*) {
+  // FTW_DNR: a directory we could not read; its rmdir fails unless it is empty.
+  const bool dir = type == FTW_DP || type == FTW_DNR;
+  const int rc = dir ? ::rmdir(entry) : ::unlink(entry);
+  if (rc != 0 && errno != ENOENT && tls_remove_error.empty())
+    tls_remove_error = std::string("cannot remove ") + entry + ": " + std::strerror(errno);
+  return 0;  // keep going: remove what can be removed
+}
+
+}  // namespace
+
+Status remove_tree(const fs::path& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Status::ok_status();
+    return internal_error("cannot stat " + path.string() + ": " + std::strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+      return internal_error("cannot remove " + path.string() + ": " + std::strerror(errno));
+    return Status::ok_status();
+  }
+  tls_remove_error.clear();
+  if (::nftw(path.c_str(), remove_entry, 32, FTW_DEPTH | FTW_PHYS) != 0 && tls_remove_error.empty())
+    tls_remove_error = "cannot walk " + path.string() + ": " + std::strerror(errno);
+  std::string error = std::move(tls_remove_error);
+  tls_remove_error.clear();
+  if (!error.empty()) return internal_error(error);
+  return Status::ok_status();
+}
 
 Result<std::string> read_file(const fs::path& path, std::size_t max_bytes) {
   std::error_code ec;
@@ -81,8 +119,7 @@ TempDir& TempDir::operator=(TempDir&& other) noexcept {
 
 TempDir::~TempDir() {
   if (path_.empty() || keep_) return;
-  std::error_code ec;
-  fs::remove_all(path_, ec);
+  (void)remove_tree(path_);
 }
 
 }  // namespace musacoder

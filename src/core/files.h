@@ -17,7 +17,15 @@ Result<std::string> read_file(const std::filesystem::path& path, std::size_t max
 // Writes via a temporary file and rename(), so readers never see a partial file.
 Status write_file_atomic(const std::filesystem::path& path, std::string_view data);
 
-// A fresh directory under `parent` (system temp dir when empty), removed recursively
+// Removes `path` and, if it is a directory, everything below it, without following symbolic
+// links (a link is removed, never its target). A missing path is not an error. Walks with nftw(3)
+// rather than std::filesystem::remove_all: the CUDA wheels of libtorch export their own copy of
+// std::filesystem, and in a program that links libtorch that copy's remove_all can win the symbol
+// binding and jump to a null pointer (issue 6). On failure the message names the first entry that
+// could not be removed; removal goes on past it.
+Status remove_tree(const std::filesystem::path& path);
+
+// A fresh directory under `parent` (system temp dir when empty), removed with remove_tree()
 // on destruction unless keep() was called.
 class TempDir {
  public:

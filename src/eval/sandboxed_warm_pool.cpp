@@ -32,9 +32,7 @@ bool empty_dir(const fs::path& dir) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     bool clean = true;
     for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
-      std::error_code rm;
-      fs::remove_all(it->path(), rm);
-      if (rm) clean = false;
+      if (!remove_tree(it->path()).ok()) clean = false;
     }
     if (ec) return false;
     if (clean) return true;

@@ -90,7 +90,7 @@ TEST(BuildCache, MaterializeSurvivesEviction) {
   const fs::path cached = cache.publish("k", make_library(dir->path() / "w", "e.so", 10));
   const fs::path mine = materialize(cached, dir->path() / "job");
   EXPECT_EQ(mine, dir->path() / "job" / "e.so");
-  fs::remove_all(dir->path() / "cache" / "k");
+  ASSERT_TRUE(remove_tree(dir->path() / "cache" / "k").ok());
   auto text = read_file(mine);
   ASSERT_TRUE(text.ok());
   EXPECT_EQ(text->size(), 10u);

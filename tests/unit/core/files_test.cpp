@@ -1,6 +1,7 @@
 #include "core/files.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 namespace musacoder {
 namespace {
@@ -38,6 +39,49 @@ TEST(Files, TempDirIsRemoved) {
     EXPECT_TRUE(std::filesystem::exists(where));
   }
   EXPECT_FALSE(std::filesystem::exists(where));
+}
+
+TEST(Files, RemoveTreeRemovesNestedTreesButNeverFollowsLinks) {
+  namespace fs = std::filesystem;
+  auto outside = TempDir::create("mc-files-outside-");
+  ASSERT_TRUE(outside.ok());
+  ASSERT_TRUE(write_file_atomic(outside->path() / "keep.txt", "precious").ok());
+  auto dir = TempDir::create("mc-files-tree-");
+  ASSERT_TRUE(dir.ok());
+  const fs::path root = dir->path() / "root";
+  fs::create_directories(root / "a" / "b" / "c");
+  ASSERT_TRUE(write_file_atomic(root / "a" / "b" / "c" / "deep.bin", "1").ok());
+  ASSERT_TRUE(write_file_atomic(root / "top.txt", "2").ok());
+  fs::create_directory_symlink(outside->path(), root / "a" / "to_outside");
+  fs::create_symlink(root / "missing", root / "dangling");
+
+  ASSERT_TRUE(remove_tree(root).ok());
+  EXPECT_FALSE(fs::exists(fs::symlink_status(root)));
+  EXPECT_EQ(*read_file(outside->path() / "keep.txt"), "precious");  // the link's target survives
+
+  // A missing path is fine; a single file or a link is removed itself.
+  EXPECT_TRUE(remove_tree(root).ok());
+  ASSERT_TRUE(write_file_atomic(dir->path() / "file", "3").ok());
+  EXPECT_TRUE(remove_tree(dir->path() / "file").ok());
+  EXPECT_FALSE(fs::exists(dir->path() / "file"));
+  fs::create_directory_symlink(outside->path(), dir->path() / "dirlink");
+  EXPECT_TRUE(remove_tree(dir->path() / "dirlink").ok());
+  EXPECT_FALSE(fs::exists(fs::symlink_status(dir->path() / "dirlink")));
+  EXPECT_TRUE(fs::exists(outside->path() / "keep.txt"));
+}
+
+TEST(Files, RemoveTreeReportsWhatItCouldNotRemove) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root may remove entries of a read-only directory";
+  namespace fs = std::filesystem;
+  auto dir = TempDir::create("mc-files-ro-");
+  ASSERT_TRUE(dir.ok());
+  fs::create_directories(dir->path() / "ro");
+  ASSERT_TRUE(write_file_atomic(dir->path() / "ro" / "f", "1").ok());
+  fs::permissions(dir->path() / "ro", fs::perms::owner_read | fs::perms::owner_exec);
+  Status st = remove_tree(dir->path() / "ro");
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("cannot remove"), std::string::npos) << st.to_string();
+  fs::permissions(dir->path() / "ro", fs::perms::owner_all);
 }
 
 }  // namespace

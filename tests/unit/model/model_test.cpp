@@ -1,5 +1,4 @@
 // Config parsing, safetensors I/O and the model's error paths, without Python.
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -21,17 +20,21 @@ json tiny_config(const std::string& type = "qwen3") {
           {"rope_theta", 10000.0}};
 }
 
-// libtorch exports its own statically linked std::filesystem; a program linking mc_model must
-// call the system libstdc++'s (src/model/CMakeLists.txt: the CUDA wheel's copy of remove_all
-// crashes).
-TEST(Linking, StdFilesystemComesFromLibstdcxxNotLibtorch) {
-  using RemoveAll = std::uintmax_t (*)(const std::filesystem::path&, std::error_code&);
-  RemoveAll f = &std::filesystem::remove_all;
-  Dl_info info{};
-  ASSERT_NE(::dladdr(reinterpret_cast<void*>(f), &info), 0);
-  ASSERT_NE(info.dli_fname, nullptr);
-  EXPECT_NE(std::string(info.dli_fname).find("libstdc++"), std::string::npos)
-      << "std::filesystem::remove_all resolves to " << info.dli_fname;
+// libtorch's CUDA wheels export their own copy of std::filesystem, whose remove_all crashed a
+// program linking mc_model when a TempDir went out of scope (issue 6). TempDir removes through
+// remove_tree (nftw) instead; this runs it inside such a program, with a tree deep enough to walk.
+TEST(Linking, TempDirRemovesItsTreeInAProgramThatLinksLibtorch) {
+  std::filesystem::path where;
+  {
+    auto dir = TempDir::create("mc-model-linking-");
+    ASSERT_TRUE(dir.ok()) << dir.status().to_string();
+    where = dir->path();
+    std::filesystem::create_directories(where / "a" / "b" / "c");
+    std::ofstream(where / "a" / "b" / "c" / "weights.bin") << "x";
+    std::ofstream(where / "a" / "top.json") << "{}";
+    std::filesystem::create_symlink(where / "a", where / "link");
+  }
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::symlink_status(where))) << where;
 }
 
 TEST(Config, ParsesBothRopeDialectsAndRejectsUnknowns) {
