@@ -61,6 +61,11 @@ for step in $STEPS; do
         --mooreeval "$BUILD"/tools/mooreeval/mooreeval --json "$OUT/compile_throughput.json" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.txt"
       echo "bench exit code: ${PIPESTATUS[0]}" ;;
     model)
+      if [ -x "$BUILD"/tests/unit/model/model_unit_tests ]; then  # built when TARGETS names it
+        timeout "$(left)" "$BUILD"/tests/unit/model/model_unit_tests >"$OUT/model_unit.log" 2>&1
+        echo "model_unit_tests exit code: $?"; grep -E "FAILED|Failure|PASSED|tests ran" "$OUT/model_unit.log" | head -20
+      fi
+      readelf -d "$BUILD"/tests/gpu/model/model_gpu_tests | grep NEEDED >"$OUT/model_gpu_needed.txt" 2>&1
       timeout "$(left)" "$BUILD"/tests/gpu/model/model_gpu_tests >"$OUT/model_gpu.log" 2>&1
       rc=$?
       echo "model_gpu_tests exit code: $rc$( [ $rc -gt 128 ] && echo " (signal $((rc - 128)))")"
