@@ -169,7 +169,7 @@ def run_mooreeval(cands, backend, workers, binary, cache_dir, extra):
         # e2e: the stages themselves (inspect + build + numeric check + benchmark), without the
         # time spent queueing for a build or run slot, which "total" includes.
         e2e = sum(s.get(k, 0.0) for k in ("extract", "inspect", "build", "run", "benchmark"))
-        rows.append({"build": s.get("build", 0.0), "check": s.get("run", 0.0), "bench": s.get("benchmark", 0.0),
+        rows.append({"inspect": s.get("inspect", 0.0), "build": s.get("build", 0.0), "check": s.get("run", 0.0), "bench": s.get("benchmark", 0.0),
                      "total": s.get("total", 0.0), "e2e": e2e, "runner": v.get("config", {}).get("candidate_runner"),
                      "ok": v["verdict"] == "ok", "path": v.get("build_path"),
                      "cache_hit": v.get("cache_hit"), "verdict": v["verdict"], "task": v["task"],
@@ -228,16 +228,17 @@ def main():
     if not args.cache_dir:
         shutil.rmtree(cache, ignore_errors=True)
 
-    print("\n%-26s %7s %15s %15s %15s %15s %15s %9s %9s" % ("path", "ok", "build p50/p90", "check p50/p90",
+    print("\n%-26s %7s %15s %15s %15s %15s %15s %15s %9s %9s" % ("path", "ok", "inspect p50/p90",
+                                                            "build p50/p90", "check p50/p90",
                                                             "bench p50/p90", "e2e p50/p90", "total p50/p90",
                                                             "evals/s", "steady/s"))
     for name, (rows, wall) in results.items():
         cells = []
-        for stage in ("build", "check", "bench", "e2e", "total"):
-            vals = [r.get(stage, r["total"]) for r in rows]
+        for stage in ("inspect", "build", "check", "bench", "e2e", "total"):
+            vals = [r.get(stage, 0.0 if stage == "inspect" else r["total"]) for r in rows]
             cells.append("%6.2f/%-6.2f" % (pct(vals, 0.5), pct(vals, 0.9)))
         steady = rows[0].get("_steady_wall") if rows else None
-        print("%-26s %3d/%-3d %15s %15s %15s %15s %15s %9.3f %9s" % (
+        print("%-26s %3d/%-3d %15s %15s %15s %15s %15s %15s %9.3f %9s" % (
             name, sum(r["ok"] for r in rows), len(rows), *cells, len(rows) / wall,
             "%.3f" % (len(rows) / steady) if steady else "-"))
     print("(e2e: the candidate's own stages; total: from its start, including waits for a build or run slot;\n"

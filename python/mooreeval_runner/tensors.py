@@ -1,14 +1,19 @@
 """Trial outputs to a flat binary file the C++ verify stage reads (verify/output_file.h).
 
-    file   := "MCOUT001" u32:n_trials trial*
+    file   := "MCOUT002" u32:n_trials trial*
     trial  := u32:n_tensors tensor*
-    tensor := u32:len dtype-name[len] u32:ndim i64:shape[ndim] u64:numel f64:data[numel]
+    tensor := u32:len dtype-name[len] u32:ndim i64:shape[ndim] u64:numel
+              u32:slen storage-name[slen] data[numel * size(storage)]
 
-All integers little-endian; values widened to float64 (exact for every float dtype up to
-float64 and for integers below 2**53)."""
+All integers little-endian. The data is the tensor's own bytes (row-major, little-endian) when
+its dtype is a storage type (float64, float32, float16, bfloat16, int64, int32, int16, int8,
+uint8, bool); any other dtype is widened to float64. Widening everything to float64 doubled or
+quadrupled what the run slot wrote and read back for float32/bf16 outputs."""
 import struct
 
-MAGIC = b"MCOUT001"
+MAGIC = b"MCOUT002"
+
+_STORED = {"float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool"}
 
 
 def flatten_outputs(out):
@@ -23,9 +28,19 @@ def flatten_outputs(out):
     raise TypeError("forward returned %s, expected a tensor or a tuple of tensors" % type(out).__name__)
 
 
-def write_outputs(path, trials):
-    import numpy as np
+def _payload(t):
+    """(storage name, the tensor's bytes on the host as a buffer)."""
     import torch
+    name = str(t.dtype).replace("torch.", "")
+    if name not in _STORED:
+        t, name = t.to(torch.float64), "float64"
+    flat = t.to("cpu").contiguous().reshape(-1)
+    if flat.dtype == torch.bool:
+        flat = flat.to(torch.uint8)
+    return name, flat.view(torch.uint8).numpy().data
+
+
+def write_outputs(path, trials):
     with open(path, "wb") as f:
         f.write(MAGIC)
         f.write(struct.pack("<I", len(trials)))
@@ -38,6 +53,8 @@ def write_outputs(path, trials):
                 f.write(dtype)
                 f.write(struct.pack("<I", t.dim()))
                 f.write(struct.pack("<%dq" % t.dim(), *t.shape))
-                data = t.to("cpu").to(torch.float64).contiguous().numpy()
-                f.write(struct.pack("<Q", data.size))
-                f.write(np.ascontiguousarray(data, dtype="<f8").tobytes())
+                f.write(struct.pack("<Q", t.numel()))
+                storage, data = _payload(t)
+                f.write(struct.pack("<I", len(storage)))
+                f.write(storage.encode())
+                f.write(data)

@@ -1,6 +1,8 @@
 #include "verify/output_file.h"
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "core/files.h"
 
@@ -23,11 +25,18 @@ class Cursor {
     pos_ += n;
     return true;
   }
-  bool read_doubles(std::size_t n, std::vector<double>& out) {
-    if (n > (data_.size() - pos_) / sizeof(double)) return false;
+  // n elements of the storage type `T`, converted to double by `widen`.
+  template <typename T, typename Widen>
+  bool read_values(std::size_t n, std::vector<double>& out, Widen widen) {
+    if (n > (data_.size() - pos_) / sizeof(T)) return false;
     out.resize(n);
-    std::memcpy(out.data(), data_.data() + pos_, n * sizeof(double));
-    pos_ += n * sizeof(double);
+    const char* p = data_.data() + pos_;
+    for (std::size_t i = 0; i < n; ++i) {
+      T v;
+      std::memcpy(&v, p + i * sizeof(T), sizeof(T));
+      out[i] = widen(v);
+    }
+    pos_ += n * sizeof(T);
     return true;
   }
   bool at_end() const { return pos_ == data_.size(); }
@@ -37,6 +46,39 @@ class Cursor {
   std::size_t pos_ = 0;
 };
 
+double from_bfloat16(uint16_t bits) {
+  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &wide, sizeof f);
+  return f;
+}
+
+double from_float16(uint16_t bits) {
+  const int sign = (bits >> 15) ? -1 : 1;
+  const int exponent = (bits >> 10) & 0x1f;
+  const int mantissa = bits & 0x3ff;
+  if (exponent == 0) return sign * std::ldexp(mantissa, -24);  // zero and subnormals
+  if (exponent == 0x1f)
+    return mantissa ? std::numeric_limits<double>::quiet_NaN()
+                    : sign * std::numeric_limits<double>::infinity();
+  return sign * std::ldexp(mantissa + 1024, exponent - 25);
+}
+
+// The data of one tensor in the storage type the runner wrote (see tensors.py).
+bool read_data(Cursor& c, const std::string& storage, std::size_t n, std::vector<double>& out) {
+  auto same = [](auto v) { return static_cast<double>(v); };
+  if (storage == "float64") return c.read_values<double>(n, out, same);
+  if (storage == "float32") return c.read_values<float>(n, out, same);
+  if (storage == "bfloat16") return c.read_values<uint16_t>(n, out, from_bfloat16);
+  if (storage == "float16") return c.read_values<uint16_t>(n, out, from_float16);
+  if (storage == "int64") return c.read_values<int64_t>(n, out, same);
+  if (storage == "int32") return c.read_values<int32_t>(n, out, same);
+  if (storage == "int16") return c.read_values<int16_t>(n, out, same);
+  if (storage == "int8") return c.read_values<int8_t>(n, out, same);
+  if (storage == "uint8" || storage == "bool") return c.read_values<uint8_t>(n, out, same);
+  return false;
+}
+
 }  // namespace
 
 Result<std::vector<TrialOutputs>> read_output_file(const std::filesystem::path& path) {
@@ -45,7 +87,7 @@ Result<std::vector<TrialOutputs>> read_output_file(const std::filesystem::path& 
   Cursor c(*data);
   auto bad = [&](const std::string& what) { return invalid_argument(path.string() + ": " + what); };
   std::string magic;
-  if (!c.read_bytes(8, magic) || magic != "MCOUT001") return bad("not a MooreEval output file");
+  if (!c.read_bytes(8, magic) || magic != "MCOUT002") return bad("not a MooreEval output file");
   uint32_t n_trials = 0;
   if (!c.read(n_trials)) return bad("truncated header");
   std::vector<TrialOutputs> trials;
@@ -66,7 +108,10 @@ Result<std::vector<TrialOutputs>> read_output_file(const std::filesystem::path& 
       }
       uint64_t numel = 0;
       if (!c.read(numel) || numel != expect) return bad("element count does not match the shape");
-      if (!c.read_doubles(numel, td.values)) return bad("truncated data");
+      std::string storage;
+      if (!c.read(len) || len > 16 || !c.read_bytes(len, storage)) return bad("bad storage type");
+      if (!read_data(c, storage, numel, td.values))
+        return bad("truncated data or unknown storage type '" + storage + "'");
       outs.push_back(std::move(td));
     }
     trials.push_back(std::move(outs));

@@ -1,5 +1,6 @@
 // Reader for the trial-outputs file the runner writes (format in
-// python/mooreeval_runner/tensors.py). Values are float64 regardless of dtype.
+// python/mooreeval_runner/tensors.py: each tensor in its own dtype's bytes). Values are
+// widened to double here whatever the dtype (exact for every stored type but int64 beyond 2**53).
 #pragma once
 
 #include <cstdint>
