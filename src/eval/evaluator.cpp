@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <random>
 #include <thread>
@@ -108,10 +109,9 @@ void note_runner_seconds(Verdict& v, const std::string& side, const run::RunnerO
     v.seconds.runners[side] = (*o.result)["seconds"];
 }
 
-// Runs the runner's inspect mode and the static legality rules. Returns true when that
-// decided the verdict (in `d`); otherwise fills `specs` for the build.
-bool inspect_and_screen(const EvalOptions& options, const UntrustedJob& job, Draft& d,
-                        std::vector<build::ExtensionSpec>& specs) {
+// Runs the runner's inspect mode. Returns its result when the candidate was inspected
+// (status "ok"); otherwise the verdict is decided (in `d`) and the result is empty.
+std::optional<json> run_inspection(const EvalOptions& options, const UntrustedJob& job, Draft& d) {
   const double max_run_seconds = options.max_run.count() / 1000.0;
   auto t0 = Clock::now();
   json inspect_job = {{"candidate_path", job.candidate_path.string()}, {"task_path", job.task_path.string()}};
@@ -121,15 +121,22 @@ bool inspect_and_screen(const EvalOptions& options, const UntrustedJob& job, Dra
   d.v.seconds.inspect = since(t0);
   if (!inspected.ok()) {
     d.fail(VerdictClass::kInfraError, "inspect", inspected.status().message());
-    return true;
+    return std::nullopt;
   }
   if (!inspected->result || inspected->result->value("status", "") != "ok") {
     run::RunnerOutcome o = std::move(inspected).value();
     o.phase = "candidate_inspect";  // any crash here happened in candidate code
     classify_candidate_failure(d, o, "inspect", max_run_seconds);
-    return true;
+    return std::nullopt;
   }
-  for (const auto& j : (*inspected->result)["extensions"]) {
+  return std::move(inspected->result);
+}
+
+// The static legality rules on an inspection's result. Returns true when that decided the
+// verdict (in `d`); otherwise fills `specs` for the build.
+bool screen_inspection(const EvalOptions& options, const json& inspected, Draft& d,
+                       std::vector<build::ExtensionSpec>& specs) {
+  for (const auto& j : inspected.value("extensions", json::array())) {
     auto s = build::extension_spec_from_json(j);
     if (!s.ok()) {
       d.fail(VerdictClass::kInfraError, "inspect", s.status().message());
@@ -137,7 +144,7 @@ bool inspect_and_screen(const EvalOptions& options, const UntrustedJob& job, Dra
     }
     specs.push_back(std::move(s).value());
   }
-  d.v.legality = legality::findings_from_inspection(inspected->result->value("findings", json::array()));
+  d.v.legality = legality::findings_from_inspection(inspected.value("findings", json::array()));
   // A candidate with Python findings was not executed, so it recorded no extensions.
   if (d.v.legality.empty()) {
     for (auto& f : legality::check_extension_sources(specs, options.backend)) d.v.legality.push_back(f);
@@ -147,6 +154,35 @@ bool inspect_and_screen(const EvalOptions& options, const UntrustedJob& job, Dra
   if (d.v.legality.empty()) return false;
   d.fail(VerdictClass::kIllegal, "legality", legality::describe(d.v.legality));
   return true;
+}
+
+// Inspects the candidate, or recalls the inspection of an identical submission. `place`
+// leases the sandboxed runner, only on a miss. Returns the result, or nullopt when the
+// verdict is decided (in `d`).
+std::optional<json> inspect_candidate(const EvalOptions& options, const InspectCache& cache,
+                                      std::string_view source, const fs::path& task_path,
+                                      const fs::path& scratch,
+                                      const std::function<Result<UntrustedJob>()>& place, Draft& d) {
+  std::string key;
+  if (cache.enabled()) {
+    const auto t0 = Clock::now();
+    if (auto task_text = read_file(task_path); task_text.ok()) {
+      key = cache.key(source, *task_text);
+      if (auto hit = cache.lookup(key)) {
+        d.v.seconds.inspect = since(t0);
+        d.v.inspect_cached = true;
+        return hit;
+      }
+    }
+  }
+  auto job = place();
+  if (!job.ok()) {
+    d.fail(VerdictClass::kInfraError, "inspect", job.status().message());
+    return std::nullopt;
+  }
+  auto result = run_inspection(options, *job, d);
+  if (result && !key.empty()) cache.remember(key, *result, scratch);
+  return result;
 }
 
 }  // namespace
@@ -192,6 +228,14 @@ int Evaluator::candidate_runners() const {
                     : options_.backend == build::Backend::kCpu ? 1
                                                                : 4;
   return std::max(1, options_.run_slots) + ahead;
+}
+
+const InspectCache& Evaluator::inspect_cache() {
+  std::call_once(inspect_cache_once_, [this] {
+    inspect_cache_.emplace(build::BuildCache(options_.cache_dir, options_.cache_max_bytes),
+                           fs::absolute(options_.runner.runner_dir));
+  });
+  return *inspect_cache_;
 }
 
 uint64_t Evaluator::next_seed() {
@@ -444,11 +488,15 @@ Verdict Evaluator::screen(const task::TaskSpec& task, std::string_view submissio
        {fs::absolute(options_.runner.runner_dir), fs::absolute(task.path), candidate_path},
        0,
        /*limit_address_space=*/options_.backend == build::Backend::kCpu});
-  auto job = untrusted_job(untrusted_pool(UntrustedRole::kInspect), runner, work->path(), wrapper,
-                           candidate_path, fs::absolute(task.path));
-  if (!job.ok()) return finalize(d.fail(VerdictClass::kInfraError, "inspect", job.status().message()));
+  auto inspected = inspect_candidate(
+      options_, inspect_cache(), submission_code->source, fs::absolute(task.path), work->path(),
+      [&] {
+        return untrusted_job(untrusted_pool(UntrustedRole::kInspect), runner, work->path(), wrapper,
+                             candidate_path, fs::absolute(task.path));
+      },
+      d);
   std::vector<build::ExtensionSpec> specs;
-  if (inspect_and_screen(options_, *job, d, specs)) return finalize(d.v);
+  if (!inspected || screen_inspection(options_, *inspected, d, specs)) return finalize(d.v);
   d.v.verdict = VerdictClass::kOk;
   d.v.stage = "legality";
   d.v.message = "passed the static checks (not built, not run)";
@@ -595,11 +643,15 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
                     0,
                     /*limit_address_space=*/options_.backend == build::Backend::kCpu});
   {
-    auto job = untrusted_job(untrusted_pool(UntrustedRole::kInspect), cold, dirs->inspect, inspect_wrapper,
-                             candidate_path, task_path);
-    if (!job.ok()) return finalize(d.fail(VerdictClass::kInfraError, "inspect", job.status().message()));
-    if (inspect_and_screen(options_, *job, d, specs)) return finalize(d.v);
-  }  // a warm member is free again for the next inspection
+    auto inspected = inspect_candidate(
+        options_, inspect_cache(), submission_code->source, task_path, dirs->inspect,
+        [&] {
+          return untrusted_job(untrusted_pool(UntrustedRole::kInspect), cold, dirs->inspect, inspect_wrapper,
+                               candidate_path, task_path);
+        },
+        d);  // a warm member is free again for the next inspection
+    if (!inspected || screen_inspection(options_, *inspected, d, specs)) return finalize(d.v);
+  }
 
   // 4. Build.
   build::BuildOptions bopts;

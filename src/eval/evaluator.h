@@ -21,6 +21,7 @@
 #include "build/extension_build.h"
 #include "build/toolchain.h"
 #include "core/files.h"
+#include "eval/inspect_cache.h"
 #include "eval/sandboxed_warm_pool.h"
 #include "eval/verdict.h"
 #include "legality/legality.h"
@@ -114,6 +115,8 @@ class Evaluator {
   // Non-ok only in mode on when no sandbox works here.
   Result<sandbox::Sandbox*> sandbox();
   uint64_t next_seed();
+  // Remembered inspections, in the build cache's directory (created on first use).
+  const InspectCache& inspect_cache();
   // Candidate runners alive at once: the run slots plus those started ahead of them.
   int candidate_runners() const;
 
@@ -136,6 +139,8 @@ class Evaluator {
   std::shared_ptr<const run::WarmRunner> warm_;
   int warm_starts_ = 0;
   std::string warm_note_;
+  std::once_flag inspect_cache_once_;
+  std::optional<InspectCache> inspect_cache_;
   std::mutex pool_mu_;  // guards the pools' creation
   bool pools_started_ = false;
   std::unique_ptr<SandboxedWarmPool> run_pool_;      // candidate runs (on cpu: inspections too)

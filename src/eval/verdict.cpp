@@ -89,6 +89,7 @@ json to_json(const Verdict& v) {
         {"run_wait", v.seconds.run_wait},
         {"runners", v.seconds.runners}}},
       {"cache_hit", v.cache_hit},
+      {"inspect_cached", v.inspect_cached},
       {"build_path", v.build_path.empty() ? json(nullptr) : json(v.build_path)},
       {"attempts", v.attempts},
       {"legality", legality},

@@ -64,8 +64,9 @@ struct Verdict {
   std::string reward_scheme;
   StageSeconds seconds;
   bool cache_hit = false;
-  std::string build_path;  // "lean", "full", "mixed"; "" when nothing was built
-  int attempts = 1;        // > 1 when infrastructure failures were retried
+  bool inspect_cached = false;  // the inspection was recalled (eval/inspect_cache.h), not run
+  std::string build_path;       // "lean", "full", "mixed"; "" when nothing was built
+  int attempts = 1;             // > 1 when infrastructure failures were retried
   std::vector<legality::Finding> legality;
   std::string candidate_sha256;
   std::string log;        // compiler / runner output, truncated

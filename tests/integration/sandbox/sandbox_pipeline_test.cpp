@@ -60,6 +60,16 @@ TEST(SandboxedPipeline, LegitimateCpuCandidateScoresOk) {
   ASSERT_TRUE(v.config.contains("sandbox"));
   EXPECT_EQ(v.config["sandbox"]["active"], true) << v.config["sandbox"].dump();
   EXPECT_EQ(v.config["sandbox"]["network"], false);
+  EXPECT_FALSE(v.inspect_cached);
+
+  // The same submission again: its inspection is recalled (eval/inspect_cache.h) and its
+  // library comes from the build cache; the verdict is the same, and so is the reward.
+  auto again = evaluate_source(correct_source());
+  EXPECT_EQ(eval::verdict_name(again.verdict), std::string("ok")) << again.message << "\n" << again.log;
+  EXPECT_TRUE(again.inspect_cached);
+  EXPECT_TRUE(again.cache_hit);
+  EXPECT_EQ(again.passed, v.passed);
+  EXPECT_EQ(again.reward.correctness_part, v.reward.correctness_part);
 }
 
 // forward tries to read a host canary, /etc/passwd and the reference's outputs; anything
@@ -121,7 +131,8 @@ TEST(SandboxedPipeline, IncludingAHostFileIsRejectedAndEchoesNothing) {
                 "\n#include \"" + fixture().canary.string() + "\"\n#include \"/etc/passwd\"\n");
   auto v = evaluate_source(source);
   EXPECT_TRUE(v.verdict == eval::VerdictClass::kCompileError || v.verdict == eval::VerdictClass::kIllegal)
-      << v.message << "\n" << v.log;
+      << v.message << "\n"
+      << v.log;
   EXPECT_EQ(v.message.find(kCanaryText), std::string::npos) << v.message;
   EXPECT_EQ(v.log.find(kCanaryText), std::string::npos) << v.log;
   EXPECT_EQ(v.log.find("root:x:0:0"), std::string::npos) << v.log;

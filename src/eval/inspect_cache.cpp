@@ -1,0 +1,64 @@
+#include "eval/inspect_cache.h"
+
+#include <algorithm>
+#include <system_error>
+#include <vector>
+
+#include "core/files.h"
+#include "core/text.h"
+
+namespace musacoder::eval {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kFile = "inspect.json";
+
+// SHA-256 over the runner package's Python files, in name order (names and contents).
+std::string fingerprint(const fs::path& runner_dir) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(runner_dir / "mooreeval_runner", ec))
+    if (e.path().extension() == ".py") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  std::string all;
+  for (const auto& f : files) {
+    auto text = read_file(f);
+    all += f.filename().string() + '\0' + (text.ok() ? *text : std::string("?")) + '\0';
+  }
+  return sha256_hex(all);
+}
+
+}  // namespace
+
+InspectCache::InspectCache(build::BuildCache cache, const fs::path& runner_dir)
+    : cache_(std::move(cache)), runner_fingerprint_(fingerprint(runner_dir)) {}
+
+std::string InspectCache::key(std::string_view candidate_source, std::string_view task_source) const {
+  std::string all = "mooreeval-inspect-v1";
+  for (std::string_view part : {std::string_view(runner_fingerprint_), task_source, candidate_source}) {
+    all += '\0' + std::to_string(part.size()) + '\0';
+    all.append(part);
+  }
+  return "inspect-" + sha256_hex(all);
+}
+
+std::optional<json> InspectCache::lookup(const std::string& key) const {
+  auto path = cache_.lookup(key, kFile);
+  if (!path) return std::nullopt;
+  auto text = read_file(*path);
+  if (!text.ok()) return std::nullopt;
+  json result = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!result.is_object() || result.value("status", "") != "ok") return std::nullopt;
+  return result;
+}
+
+void InspectCache::remember(const std::string& key, const json& result, const fs::path& scratch) const {
+  if (!enabled() || !result.is_object() || result.value("status", "") != "ok") return;
+  const fs::path staged = scratch / kFile;
+  if (write_file_atomic(staged, result.dump()).ok()) cache_.publish(key, staged);
+}
+
+}  // namespace musacoder::eval
