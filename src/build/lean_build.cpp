@@ -18,24 +18,6 @@ namespace {
 
 constexpr const char* kShimName = "mooreeval_lean_shim";
 
-// Every file the shim and the lean translation units depend on, sorted, hashed.
-Result<std::string> hash_tree(const fs::path& dir) {
-  std::vector<fs::path> files;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec))
-    if (it->is_regular_file(ec)) files.push_back(it->path());
-  if (ec) return internal_error("cannot list " + dir.string() + ": " + ec.message());
-  std::sort(files.begin(), files.end());
-  std::string all;
-  for (const auto& f : files) {
-    auto text = read_file(f);
-    if (!text.ok()) return text.status();
-    all += fs::relative(f, dir).string() + "\n" + sha256_hex(*text) + "\n";
-  }
-  return sha256_hex(all);
-}
-
 // The CUDA toolkit's include directories: torch's cuda include list minus the cpu one.
 std::vector<std::string> cuda_only_includes(const Toolchain& t) {
   std::vector<std::string> out;

@@ -4,11 +4,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <system_error>
+#include <vector>
+
+#include "core/text.h"
 
 namespace musacoder {
 
@@ -48,6 +52,23 @@ Status remove_tree(const fs::path& path) {
   tls_remove_error.clear();
   if (!error.empty()) return internal_error(error);
   return Status::ok_status();
+}
+
+Result<std::string> hash_tree(const fs::path& dir) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec))
+    if (it->is_regular_file(ec)) files.push_back(it->path());
+  if (ec) return internal_error("cannot list " + dir.string() + ": " + ec.message());
+  std::sort(files.begin(), files.end());
+  std::string all;
+  for (const auto& f : files) {
+    auto text = read_file(f);
+    if (!text.ok()) return text.status();
+    all += fs::relative(f, dir).string() + "\n" + sha256_hex(*text) + "\n";
+  }
+  return sha256_hex(all);
 }
 
 Result<std::string> read_file(const fs::path& path, std::size_t max_bytes) {

@@ -17,6 +17,10 @@ Result<std::string> read_file(const std::filesystem::path& path, std::size_t max
 // Writes via a temporary file and rename(), so readers never see a partial file.
 Status write_file_atomic(const std::filesystem::path& path, std::string_view data);
 
+// SHA-256 over every regular file below `dir` (relative path and content hash), in path
+// order: the fingerprint of a source tree. Fails if the tree cannot be listed or read.
+Result<std::string> hash_tree(const std::filesystem::path& dir);
+
 // Removes `path` and, if it is a directory, everything below it, without following symbolic
 // links (a link is removed, never its target). A missing path is not an error. Walks with nftw(3)
 // rather than std::filesystem::remove_all: the CUDA wheels of libtorch export their own copy of

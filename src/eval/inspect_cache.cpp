@@ -1,9 +1,5 @@
 #include "eval/inspect_cache.h"
 
-#include <algorithm>
-#include <system_error>
-#include <vector>
-
 #include "core/files.h"
 #include "core/text.h"
 
@@ -16,25 +12,12 @@ namespace {
 
 constexpr const char* kFile = "inspect.json";
 
-// SHA-256 over the runner package's Python files, in name order (names and contents).
-std::string fingerprint(const fs::path& runner_dir) {
-  std::vector<fs::path> files;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(runner_dir / "mooreeval_runner", ec))
-    if (e.path().extension() == ".py") files.push_back(e.path());
-  std::sort(files.begin(), files.end());
-  std::string all;
-  for (const auto& f : files) {
-    auto text = read_file(f);
-    all += f.filename().string() + '\0' + (text.ok() ? *text : std::string("?")) + '\0';
-  }
-  return sha256_hex(all);
-}
-
 }  // namespace
 
-InspectCache::InspectCache(build::BuildCache cache, const fs::path& runner_dir)
-    : cache_(std::move(cache)), runner_fingerprint_(fingerprint(runner_dir)) {}
+InspectCache::InspectCache(build::BuildCache cache, const fs::path& runner_dir) : cache_(std::move(cache)) {
+  // Unreadable runner code: no fingerprint, no cache (never a key that ignores the rules).
+  if (auto tree = hash_tree(runner_dir / "mooreeval_runner"); tree.ok()) runner_fingerprint_ = *tree;
+}
 
 std::string InspectCache::key(std::string_view candidate_source, std::string_view task_source) const {
   std::string all = "mooreeval-inspect-v1";

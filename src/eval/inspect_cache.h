@@ -23,11 +23,12 @@ namespace musacoder::eval {
 
 class InspectCache {
  public:
-  // `runner_dir` holds mooreeval_runner/: its .py files are part of every key (a changed
-  // rule must not serve old findings). A disabled `cache` makes every lookup miss.
+  // `runner_dir` holds mooreeval_runner/: its files (hash_tree, read once here) are part of
+  // every key, so a changed rule never serves old findings. A disabled `cache`, or a runner
+  // tree that cannot be read, makes every lookup miss.
   InspectCache(build::BuildCache cache, const std::filesystem::path& runner_dir);
 
-  bool enabled() const { return cache_.enabled(); }
+  bool enabled() const { return cache_.enabled() && !runner_fingerprint_.empty(); }
   // The key of one inspection: the runner's code, the task file's bytes and the source.
   std::string key(std::string_view candidate_source, std::string_view task_source) const;
   // The remembered result, or nullopt (miss, disabled, unreadable entry).

@@ -73,6 +73,11 @@ TEST(InspectCache, ADisabledCacheAlwaysMisses) {
   c.remember(key, kOk, f.dir.path() / "scratch");
   EXPECT_FALSE(c.lookup(key));
   EXPECT_FALSE(fs::exists(f.cache));
+  // No readable runner code, no fingerprint: the cache stays off rather than ignore the rules.
+  const InspectCache blind(build::BuildCache(f.cache, 0), f.dir.path() / "no-such-runner");
+  EXPECT_FALSE(blind.enabled());
+  blind.remember(key, kOk, f.dir.path() / "scratch");
+  EXPECT_FALSE(blind.lookup(key));
 }
 
 }  // namespace
