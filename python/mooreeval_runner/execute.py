@@ -82,23 +82,28 @@ def _set_host_poison(enabled):
         pass
 
 
+_WARM_UP_SEED = 0x5EED  # inputs of the warm-up only, never of a trial
+
+
 def _warm_up_harness(task, job, device):
     """The harness's own first uses, paid before the gate rather than in the run slot: in a
     fresh process the first input draw, the poison block's allocation, the first clone,
     comparison and device-to-host copy each load kernels or grow the allocator (a quarter of
     a second of the slot on a GPU). Runs task code only (get_inputs), never a candidate's;
     its device work is a few small kernels. On the CPU backend it is skipped: there the first
-    uses are cheap, and any work before the slot would compete with the job timing in it."""
+    uses are cheap, and any work before the slot would compete with the job timing in it.
+    Returns the warm-up inputs (None on the CPU)."""
     import torch
     if device == "cpu":
-        return
-    inputs = _make_inputs(task, 0x5EED, device)
+        return None
+    inputs = _make_inputs(task, _WARM_UP_SEED, device)
     _poison_device_memory(device, job.get("poison_bytes", 0))
     tensors_equal(clone_tensors(inputs), inputs)
     for v in inputs:
         if isinstance(v, torch.Tensor):
             v.detach().to("cpu")
     _sync(device)
+    return inputs
 
 
 def _run_trials(model, task, job, device, watch=None):
@@ -199,12 +204,12 @@ def run_reference(job):
     # a throwaway instance on throwaway inputs: kernel loading, library handles) before the
     # gate, so that its trials in the slot do not pay a fresh process's first calls. The
     # model that runs the trials is a new instance from init_seed, never called before.
-    if device != "cpu":
-        _warm_up_harness(task, job, device)
+    warm_inputs = _warm_up_harness(task, job, device)
+    if warm_inputs is not None:
         warm = task.Model(*_to_device(list(task.get_init_inputs()), device)).to(device).eval()
         with torch.no_grad():
-            warm(*_make_inputs(task, 0x5EED, device))
-        del warm
+            warm(*warm_inputs)
+        del warm, warm_inputs
     torch.manual_seed(job["init_seed"])
     model = task.Model(*_to_device(list(task.get_init_inputs()), device)).to(device).eval()
     _sync(device)
