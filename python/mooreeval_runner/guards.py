@@ -141,48 +141,52 @@ class CallWatch:
         return out
 
 
-def _thread_cpu_seconds():
-    """CPU seconds used so far by each thread of this process: schedstat's nanoseconds where
-    the kernel keeps them, else utime + stime in clock ticks."""
+def _thread_demand_seconds():
+    """Seconds each thread of this process has wanted a CPU so far: schedstat's time on a CPU
+    plus its time runnable in a run queue (nanoseconds), else utime + stime in clock ticks.
+    Counting the queue time keeps a spinning thread visible on a loaded machine, where it
+    gets only a slice of a core but is runnable the whole time."""
     hz = os.sysconf("SC_CLK_TCK")
-    used = {}
+    wanted = {}
     for tid in os.listdir("/proc/self/task"):
         try:
             with open("/proc/self/task/%s/schedstat" % tid, "rb") as f:
-                used[int(tid)] = int(f.read().split()[0]) / 1e9
+                on_cpu, queued = f.read().split()[:2]
+            wanted[int(tid)] = (int(on_cpu) + int(queued)) / 1e9
             continue
-        except (OSError, IndexError, ValueError):
+        except (OSError, ValueError):
             pass
         try:
             with open("/proc/self/task/%s/stat" % tid, "rb") as f:
                 fields = f.read().rsplit(b")", 1)[1].split()
-            used[int(tid)] = (int(fields[11]) + int(fields[12])) / hz
+            wanted[int(tid)] = (int(fields[11]) + int(fields[12])) / hz
         except (OSError, IndexError, ValueError):
             continue
-    return used
+    return wanted
 
 
 def busy_native_threads(window_s=0.08, settle_s=0.02, share=0.5):
-    """Threads other than this one that used more than `share` of a CPU over `window_s`
-    seconds after forward returned: work still running in the background. [(tid, share)]
-    (schedstat counts nanoseconds, so a short window is enough; the settle time lets the
-    candidate's OpenMP workers park, which they do within microseconds)"""
+    """Threads other than this one that wanted more than `share` of a CPU (ran or waited to
+    run) over `window_s` seconds after forward returned: work still running in the
+    background. [(tid, share)] (schedstat counts nanoseconds, so a short window is enough;
+    the settle time lets the candidate's OpenMP workers park, which they do within
+    microseconds)"""
     if not os.path.isdir("/proc/self/task"):
         return []
     me = threading.get_native_id()
     time.sleep(settle_s)
-    t0 = _thread_cpu_seconds()
+    t0 = _thread_demand_seconds()
     start = time.monotonic()
     time.sleep(window_s)
-    t1 = _thread_cpu_seconds()
+    t1 = _thread_demand_seconds()
     elapsed = max(time.monotonic() - start, 1e-3)
     busy = []
     for tid, seconds in t1.items():
         if tid == me or tid not in t0:
             continue
-        used = (seconds - t0[tid]) / elapsed
-        if used > share:
-            busy.append((tid, round(used, 2)))
+        wanted = (seconds - t0[tid]) / elapsed
+        if wanted > share:
+            busy.append((tid, round(wanted, 2)))
     return busy
 
 

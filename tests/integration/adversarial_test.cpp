@@ -4,6 +4,15 @@
 #include "support/adversarial.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "core/subprocess.h"
 
 namespace musacoder::testing {
 namespace {
@@ -104,6 +113,55 @@ TEST(SpeedupRecheck, AboveTheThresholdBothMethodsAreRecorded) {
   ASSERT_TRUE(v.speedup.has_value());
   EXPECT_DOUBLE_EQ(*v.speedup, std::min(v.speedup_check->event_speedup, v.speedup_check->recheck_speedup));
   EXPECT_FALSE(eval::to_json(v)["speedup_check"].is_null());
+}
+
+// The busy-thread probe on an oversubscribed machine (CI runs tests side by side on two
+// cores): a spinning thread gets only a slice of a core there, but it is runnable the whole
+// time, and the probe counts that; a thread that sleeps is not counted.
+TEST(BusyThreadProbe, SeesASpinnerWhenEveryCoreIsTaken) {
+  std::vector<pid_t> hogs;
+  const unsigned n = 3 * std::max(1u, std::thread::hardware_concurrency());
+  for (unsigned i = 0; i < n; ++i) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the test
+      volatile unsigned long x = 0;
+      for (;;) {
+        x = x + 1;
+      }
+    }
+    hogs.push_back(pid);
+  }
+  ProcessOptions p;
+  p.argv = {"python3", "-c", R"(
+import json, threading, time
+from mooreeval_runner.guards import busy_native_threads
+stop = False
+def spin():
+    while not stop:
+        pass
+def nap():
+    time.sleep(5)
+spinner = threading.Thread(target=spin, daemon=True)
+sleeper = threading.Thread(target=nap, daemon=True)
+spinner.start(); sleeper.start()
+busy = dict(busy_native_threads())
+print(json.dumps({"spinner": spinner.native_id in busy, "sleeper": sleeper.native_id in busy, "busy": list(busy.items())}))
+stop = True
+)"};
+  p.env_set = {{"PYTHONPATH", (kSourceDir / "python").string()}};
+  p.deadline = std::chrono::seconds(60);
+  auto r = run_process(p);
+  for (pid_t pid : hogs) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r->succeeded()) << r->describe() << "\n" << r->stderr_text;
+  auto seen = nlohmann::json::parse(r->stdout_text);
+  EXPECT_TRUE(seen["spinner"].get<bool>()) << r->stdout_text;
+  EXPECT_FALSE(seen["sleeper"].get<bool>()) << r->stdout_text;
 }
 
 }  // namespace
