@@ -16,16 +16,8 @@ def _write_result(path, result):
     os.replace(tmp, path)
 
 
-def main(argv):
-    if argv and argv[0] == "zygote":
-        zp = argparse.ArgumentParser(prog="mooreeval_runner zygote")
-        zp.add_argument("--listen-fd", type=int, required=True, help="a listening Unix stream socket")
-        zp.add_argument("--log-fd", type=int, required=True, help="where the zygote's own output goes")
-        zp.add_argument("--exclusive", action="store_true",
-                        help="alone in a sandbox: one job at a time, everything it left killed/emptied after")
-        zargs = zp.parse_args(argv[1:])
-        from .zygote import serve
-        return serve(zargs.listen_fd, zargs.log_fd, zargs.exclusive)
+def run_job(argv):
+    """Runs one job (`mode --job F --result F [--phase-file F]`) and writes its result JSON."""
     parser = argparse.ArgumentParser(prog="mooreeval_runner")
     parser.add_argument("mode", choices=["probe", "inspect", "reference", "candidate"])
     parser.add_argument("--job", required=True, help="job description (JSON file)")
@@ -52,6 +44,24 @@ def main(argv):
     _write_result(args.result, result)
     sys.stdout.flush()
     sys.stderr.flush()
+
+
+def main(argv):
+    if argv and argv[0] in ("zygote", "resident"):
+        zp = argparse.ArgumentParser(prog="mooreeval_runner " + argv[0])
+        zp.add_argument("--listen-fd", type=int, required=True, help="a listening Unix stream socket")
+        zp.add_argument("--log-fd", type=int, required=True, help="where the server's own output goes")
+        if argv[0] == "zygote":
+            zp.add_argument("--exclusive", action="store_true",
+                            help="alone in a sandbox: one job at a time, everything it left killed/emptied after")
+            zargs = zp.parse_args(argv[1:])
+            from .zygote import serve
+            return serve(zargs.listen_fd, zargs.log_fd, zargs.exclusive)
+        zp.add_argument("--device", required=True, help="cpu or cuda:N: set up and warmed before serving")
+        zargs = zp.parse_args(argv[1:])
+        from .resident import serve
+        return serve(zargs.listen_fd, zargs.log_fd, zargs.device)
+    run_job(argv)
     # Skip interpreter teardown: a candidate's extension may crash in static destructors,
     # and the verdict is already written.
     os._exit(0)

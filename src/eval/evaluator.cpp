@@ -201,6 +201,7 @@ json EvalOptions::to_json() const {
           {"build_path", build::build_path_name(build_path)},
           {"build_workers", build_workers},
           {"warm_runners", warm_runners},
+          {"resident_reference", resident_reference},
           {"cache_max_bytes", cache_max_bytes},
           {"flush_l2", flush_l2},
           {"reward_scheme", reward::scheme_name(reward.scheme)},
@@ -363,6 +364,24 @@ SandboxedWarmPool* Evaluator::untrusted_pool(UntrustedRole role) {
   return run_pool_.get();
 }
 
+ResidentReferences* Evaluator::resident_references() {
+  if (!options_.warm_runners || !options_.resident_reference) return nullptr;
+  std::call_once(references_once_, [this] {
+    ResidentReferenceOptions o;
+    o.runner = options_.runner;
+    o.device =
+        options_.backend == build::Backend::kCpu ? "cpu" : "cuda:" + std::to_string(options_.gpu_index);
+    o.size = std::max(1, options_.run_slots);
+    o.root = options_.work_root;
+    references_ = ResidentReferences::start(o);
+    if (references_->members() < o.size)
+      std::fprintf(stderr, "mooreeval: %d of %d resident reference runners are up (%s)%s\n",
+                   references_->members(), o.size, references_->note().c_str(),
+                   references_->members() ? "" : "; references start per evaluation");
+  });
+  return references_ && references_->members() > 0 ? references_.get() : nullptr;
+}
+
 Result<sandbox::Sandbox*> Evaluator::sandbox() {
   std::lock_guard<std::mutex> lock(sandbox_mu_);
   if (sandbox_error_) return *sandbox_error_;
@@ -407,6 +426,7 @@ Status Evaluator::prepare() {
     // The warm runners import torch (seconds each): the trusted one and, with a sandbox, the
     // sandboxed ones start side by side.
     std::jthread trusted([this] { runner_options(); });
+    std::jthread references([this] { resident_references(); });
     untrusted_pool(UntrustedRole::kRun);
   }
   if (options_.build_path == build::BuildPath::kLean && !lean_shim(*t))
@@ -570,7 +590,9 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
                  {"recheck_seed", next_seed()},
                  {"recheck_max_bytes", options_.legality.recheck_max_bytes}};
 
-  // The reference process starts now, imports torch while we build, and waits at its gate.
+  // The reference: in a resident server once the run slot is ours (its device is set up
+  // already), or else a process of its own that starts now, imports torch while we build,
+  // and waits at its gate.
   json ref_job = common;
   ref_job["outputs_path"] = (dirs->reference / "reference.bin").string();
   ref_job["checks_path"] = (dirs->reference / "reference_checks.bin").string();
@@ -582,18 +604,28 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   // (untrusted_pool) or starts cold in its own sandbox.
   run::RunnerOptions cold = runner;
   if (jail.active()) cold.warm.reset();
-  const bool ref_warm = runner.warm != nullptr;
-  auto reference = run::RunnerSession::start(
-      runner,
-      {"reference",
-       ref_job,
-       dirs->reference,
-       kBeforeRunSlot,
-       {},
-       ref_warm ? ProcessWrapper{}
-                : jail.wrapper({run_kind, dirs->reference, {runner_dir, task_path}, options_.gpu_index})});
-  if (!reference.ok())
-    return finalize(d.fail(VerdictClass::kInfraError, "run", reference.status().message()));
+  ResidentReferences* residents = resident_references();
+  auto start_reference =
+      [&](const run::RunnerOptions& r,
+          std::chrono::milliseconds deadline) -> Result<std::unique_ptr<run::RunnerSession>> {
+    const bool unwrapped = r.warm != nullptr;  // trusted warm jobs run on the host
+    return run::RunnerSession::start(
+        r,
+        {"reference",
+         ref_job,
+         dirs->reference,
+         deadline,
+         {},
+         unwrapped ? ProcessWrapper{}
+                   : jail.wrapper({run_kind, dirs->reference, {runner_dir, task_path}, options_.gpu_index})});
+  };
+  std::optional<ResidentReferences::Lease> ref_lease;  // outlives the reference's session
+  std::unique_ptr<run::RunnerSession> reference;
+  if (!residents) {
+    auto started = start_reference(runner, kBeforeRunSlot);
+    if (!started.ok()) return finalize(d.fail(VerdictClass::kInfraError, "run", started.status().message()));
+    reference = std::move(started).value();
+  }
 
   // The candidate runner starts as early as a permit allows: it imports the task and sets
   // up the device and the harness while we inspect and build, then waits at its gate
@@ -742,10 +774,25 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   run_slot.emplace(Permit::take(*run_slots_));
   d.v.seconds.run_wait = since(t_wait);
   t0 = Clock::now();
-  run::RunnerSession& ref = **reference;
-  run::RunnerSession& cand = *cand_run->session;
   // Deadlines count from the slot: the reference runs, benchmarks and may re-measure.
-  ref.set_deadline(3 * options_.max_run + std::chrono::milliseconds(60000));
+  const auto ref_deadline = 3 * options_.max_run + std::chrono::milliseconds(60000);
+  if (!reference) {
+    if (auto lease = residents->acquire()) ref_lease.emplace(std::move(*lease));
+    // No resident server left: a process of its own, as without them.
+    d.v.config["reference_runner"] = ref_lease ? "resident" : runner.warm ? "warm" : "cold";
+    auto started = start_reference(ref_lease ? ref_lease->runner_options() : runner, ref_deadline);
+    if (!started.ok()) {
+      cand_run->session->set_deadline(std::chrono::milliseconds(0));
+      cand_run->session->finish();
+      return finalize(d.fail(VerdictClass::kInfraError, "run", started.status().message()));
+    }
+    reference = std::move(started).value();
+  } else {
+    d.v.config["reference_runner"] = runner.warm ? "warm" : "cold";
+  }
+  run::RunnerSession& ref = *reference;
+  run::RunnerSession& cand = *cand_run->session;
+  ref.set_deadline(ref_deadline);
   cand.set_deadline(options_.max_run);
   if (!ref.wait_for("loaded")) {
     auto o = ref.finish();

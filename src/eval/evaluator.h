@@ -22,6 +22,7 @@
 #include "build/toolchain.h"
 #include "core/files.h"
 #include "eval/inspect_cache.h"
+#include "eval/resident_references.h"
 #include "eval/sandboxed_warm_pool.h"
 #include "eval/verdict.h"
 #include "legality/legality.h"
@@ -61,6 +62,10 @@ struct EvalOptions {
   std::string lean_dir;         // --lean-dir (default: $MOOREEVAL_LEAN_DIR or the source tree)
   int build_workers = 0;        // --build-workers: builds at once (0: one per core)
   bool warm_runners = true;     // --no-warm-runners: fork jobs from a process that imported torch
+  // --no-resident-reference: the reference runs in a resident server per run slot (device
+  // set up once; resident_references.h) rather than in a fresh process per evaluation.
+  // Needs warm_runners.
+  bool resident_reference = true;
   bool keep_work_dirs = false;  // for debugging
   reward::RewardOptions reward;
   legality::LegalityOptions legality;
@@ -119,6 +124,9 @@ class Evaluator {
   const InspectCache& inspect_cache();
   // Candidate runners alive at once: the run slots plus those started ahead of them.
   int candidate_runners() const;
+  // The resident reference servers (started on first use); null when they are off or none
+  // came up (references then start per evaluation).
+  ResidentReferences* resident_references();
 
   EvalOptions options_;
   std::mutex mu_;  // guards toolchain_, rng state
@@ -145,6 +153,8 @@ class Evaluator {
   bool pools_started_ = false;
   std::unique_ptr<SandboxedWarmPool> run_pool_;      // candidate runs (on cpu: inspections too)
   std::unique_ptr<SandboxedWarmPool> inspect_pool_;  // inspections on the GPU backends (no GPU)
+  std::once_flag references_once_;
+  std::unique_ptr<ResidentReferences> references_;
 };
 
 }  // namespace musacoder::eval

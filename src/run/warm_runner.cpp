@@ -100,11 +100,15 @@ Result<std::unique_ptr<WarmRunner>> WarmRunner::start(const RunnerOptions& optio
   if (log.fd < 0)
     return internal_error("warm runner: cannot open " + log_path.string() + ": " + std::strerror(errno));
 
+  if (spec.sandbox && !spec.resident_device.empty())
+    return invalid_argument("warm runner: a resident reference server never runs in a sandbox");
   ProcessOptions p;
+  const bool resident = !spec.resident_device.empty();
   p.argv = {options.python,     "-m",
-            "mooreeval_runner", "zygote",
+            "mooreeval_runner", resident ? "resident" : "zygote",
             "--listen-fd",      std::to_string(listener.fd),
             "--log-fd",         std::to_string(log.fd)};
+  if (resident) p.argv.insert(p.argv.end(), {"--device", spec.resident_device});
   if (spec.sandbox) p.argv.push_back("--exclusive");
   p.env_set = runner_environment(options);
   p.cwd = dir->path().string();

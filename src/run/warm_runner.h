@@ -37,14 +37,17 @@ struct WarmRunnerSpec {
   // after each job it kills every process the job left and empties /tmp, /dev/shm and SysV
   // IPC (see zygote.py). Empty: a trusted zygote on the host, serving jobs concurrently.
   ProcessWrapper sandbox;
+  // Resident mode, for trusted reference jobs (python/mooreeval_runner/resident.py): not a
+  // zygote but a server that sets up this device ("cpu", "cuda:N") once and runs reference
+  // jobs in its own process, one at a time. Empty: a zygote. Excludes `sandbox`.
+  std::string resident_device;
 };
 
 class WarmRunner {
  public:
-  // Starts the zygote with the runner's interpreter and environment and waits until it
-  // answers a ping (it does once torch is imported), or the startup deadline passes.
-  // Fails with the zygote's own words when it refuses (e.g. importing torch poisons forked
-  // CUDA jobs) or exits.
+  // Starts the zygote (or the resident server) with the runner's interpreter and environment and waits until
+  // it answers a ping (it does once torch is imported), or the startup deadline passes. Fails with the
+  // zygote's own words when it refuses (e.g. importing torch poisons forked CUDA jobs) or exits.
   static Result<std::unique_ptr<WarmRunner>> start(const RunnerOptions& options, const WarmRunnerSpec& spec);
   ~WarmRunner();  // kills the zygote (and with it any job still running)
 

@@ -27,7 +27,8 @@ struct CommonFlags {
   double max_build_seconds = 60, max_run_seconds = 30, cache_max_gb = 20, sandbox_memory_gb = 8;
   std::string sandbox = "auto", sandbox_cgroup;
   uint64_t seed = 0;
-  bool no_cache = false, no_op_check = false, no_warm = false, no_behaviour_check = false;
+  bool no_cache = false, no_op_check = false, no_warm = false, no_resident = false,
+       no_behaviour_check = false;
   double max_library_mib = 1024;
 };
 
@@ -76,6 +77,8 @@ void add_common(CLI::App* app, CommonFlags& f, EvalOptions& o) {
   app->add_option("--build-workers", o.build_workers, "concurrent builds (0: one per core)")
       ->capture_default_str();
   app->add_flag("--no-warm-runners", f.no_warm, "start a fresh interpreter per runner job (no zygote)");
+  app->add_flag("--no-resident-reference", f.no_resident,
+                "run each reference in a process of its own, not in a resident server per run slot");
   app->add_option("--lean-dir", o.lean_dir, "lean build sources (default: source tree's src/build/lean)");
   app->add_option("--work-dir", f.work_dir, "parent of per-job temp dirs");
   app->add_flag("--keep-work-dirs", o.keep_work_dirs, "keep per-job dirs for debugging");
@@ -119,6 +122,7 @@ std::string resolve(const CommonFlags& f, CLI::App* app, EvalOptions& o) {
   if (o.build_workers < 0) return "--build-workers must be >= 0";
   if (o.prestart_runners < -1) return "--prestart-runners must be >= -1";
   o.warm_runners = !f.no_warm;
+  o.resident_reference = !f.no_resident;
   if (!(o.rtol >= 0 && o.rtol < 1) || !(o.atol >= 0 && o.atol < 1)) return "tolerances must be in [0, 1)";
   o.max_build = std::chrono::milliseconds(static_cast<long>(f.max_build_seconds * 1000));
   o.max_run = std::chrono::milliseconds(static_cast<long>(f.max_run_seconds * 1000));
