@@ -119,5 +119,28 @@ TEST(Seeds, FreshInputsEveryEvaluationUnlessFixed) {
   EXPECT_NE(vb.max_abs_error, vc.max_abs_error);  // next evaluation, new inputs
 }
 
+// The reference in the run slot's resident server and in a process of its own: same seeds,
+// same reference outputs (the wrong candidate's error is measured against them).
+TEST(ReferenceRunner, ResidentAndPerEvaluationReferencesAgree) {
+  auto options = test_options(build::Backend::kCpu);
+  options.seed = 7;
+  eval::Evaluator resident(options);
+  options.resident_reference = false;
+  eval::Evaluator own_process(options);
+  const auto wrong = kSourceDir / "tests/fixtures/candidates/wrong_math_cpu.py";
+  auto vr = evaluate_file(resident, "elementwise/add", wrong);
+  auto vo = evaluate_file(own_process, "elementwise/add", wrong);
+  ASSERT_EQ(vr.verdict, eval::VerdictClass::kWrongAnswer) << vr.message << "\n" << vr.log;
+  ASSERT_EQ(vo.verdict, eval::VerdictClass::kWrongAnswer) << vo.message << "\n" << vo.log;
+  EXPECT_EQ(vr.config.value("reference_runner", ""), "resident");
+  EXPECT_NE(vo.config.value("reference_runner", ""), "resident");
+  EXPECT_EQ(vr.max_abs_error, vo.max_abs_error);
+  EXPECT_EQ(vr.passed, vo.passed);
+  auto ok =
+      evaluate_file(resident, "elementwise/add", kSourceDir / "tests/fixtures/candidates/correct_cpu.py");
+  EXPECT_EQ(ok.verdict, eval::VerdictClass::kOk) << ok.message << "\n" << ok.log;
+  EXPECT_TRUE(ok.reference_time.has_value());
+}
+
 }  // namespace
 }  // namespace musacoder::testing
