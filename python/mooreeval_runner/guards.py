@@ -7,7 +7,7 @@
   never calls its kernel (a decoy) is caught.
 - CallWatch: one forward call under watch: dispatched aten ops, extension calls, exact
   torch.Tensor outputs (no lazy subclasses), Python threads left running.
-- busy_native_threads: threads that keep burning CPU after forward returned.
+- BusyThreadProbe (busy_native_threads): threads that keep burning CPU after forward returned.
 """
 import collections
 import os
@@ -165,29 +165,45 @@ def _thread_demand_seconds():
     return wanted
 
 
-def busy_native_threads(window_s=0.08, settle_s=0.02, share=0.5):
-    """Threads other than this one that wanted more than `share` of a CPU (ran or waited to
-    run) over `window_s` seconds after forward returned: work still running in the
-    background. [(tid, share)] (schedstat counts nanoseconds, so a short window is enough;
-    the settle time lets the candidate's OpenMP workers park, which they do within
+class BusyThreadProbe:
+    """Threads other than the calling one that wanted more than `share` of a CPU (ran or
+    waited to run) from the probe's start until busy() is asked, at least `window_s`
+    seconds: work still running in the background after forward returned. The window may
+    overlap the harness's own waiting (for the orchestrator at a gate), so it costs the run
+    slot nothing then. (schedstat counts nanoseconds, so a short window is enough; the
+    settle time lets the candidate's OpenMP workers park, which they do within
     microseconds)"""
-    if not os.path.isdir("/proc/self/task"):
-        return []
-    me = threading.get_native_id()
-    time.sleep(settle_s)
-    t0 = _thread_demand_seconds()
-    start = time.monotonic()
-    time.sleep(window_s)
-    t1 = _thread_demand_seconds()
-    elapsed = max(time.monotonic() - start, 1e-3)
-    busy = []
-    for tid, seconds in t1.items():
-        if tid == me or tid not in t0:
-            continue
-        wanted = (seconds - t0[tid]) / elapsed
-        if wanted > share:
-            busy.append((tid, round(wanted, 2)))
-    return busy
+
+    def __init__(self, settle_s=0.02):
+        self._me = threading.get_native_id()
+        self._enabled = os.path.isdir("/proc/self/task")
+        if self._enabled:
+            time.sleep(settle_s)
+            self._t0 = _thread_demand_seconds()
+        self._start = time.monotonic()
+
+    def busy(self, window_s=0.08, share=0.5):
+        """[(tid, share)] of the busy threads."""
+        if not self._enabled:
+            return []
+        left = window_s - (time.monotonic() - self._start)
+        if left > 0:
+            time.sleep(left)
+        t1 = _thread_demand_seconds()
+        elapsed = max(time.monotonic() - self._start, 1e-3)
+        busy = []
+        for tid, seconds in t1.items():
+            if tid == self._me or tid not in self._t0:
+                continue
+            wanted = (seconds - self._t0[tid]) / elapsed
+            if wanted > share:
+                busy.append((tid, round(wanted, 2)))
+        return busy
+
+
+def busy_native_threads(window_s=0.08, settle_s=0.02, share=0.5):
+    """BusyThreadProbe over `window_s` seconds from now (after `settle_s`)."""
+    return BusyThreadProbe(settle_s).busy(window_s, share)
 
 
 def tensors_equal(before, after):
