@@ -173,7 +173,8 @@ def run_mooreeval(cands, backend, workers, binary, cache_dir, extra):
                      "total": s.get("total", 0.0), "e2e": e2e, "runner": v.get("config", {}).get("candidate_runner"),
                      "ok": v["verdict"] == "ok", "path": v.get("build_path"),
                      "cache_hit": v.get("cache_hit"), "verdict": v["verdict"], "task": v["task"],
-                     "run_wait": s.get("run_wait", 0.0), "runners": s.get("runners", {})})
+                     "run_wait": s.get("run_wait", 0.0), "build_wait": s.get("build_wait", 0.0),
+                     "slot": s.get("slot", {}), "runners": s.get("runners", {})})
     shutil.rmtree(samples, ignore_errors=True)
     if steady:
         rows[0]["_steady_wall"] = steady
@@ -181,12 +182,14 @@ def run_mooreeval(cands, backend, workers, binary, cache_dir, extra):
 
 
 def runner_steps(rows):
-    """'reference setup 0.52 init 0.01 ... | candidate ...': the p50 of each runner step."""
+    """'inspect start 0.10 ... | reference setup 0.52 init 0.01 ... | candidate ... | slot ...': the
+    p50 of each runner step (start: spawning it until its job code ran; end: its last line until
+    its end was seen) and of the orchestrator's steps in the run slot."""
     parts = []
-    for side in ("reference", "candidate"):
+    for side in ("inspect", "reference", "candidate", "slot"):
         steps = collections.defaultdict(list)
         for r in rows:
-            for step, secs in r["runners"].get(side, {}).items():
+            for step, secs in (r["slot"] if side == "slot" else r["runners"].get(side, {})).items():
                 steps[step].append(secs)
         parts.append(side + " " + " ".join("%s %.3f" % (k, pct(v, 0.5)) for k, v in steps.items()))
     return " | ".join(parts)
@@ -246,7 +249,9 @@ def main():
     print("\nrunner steps, p50 seconds (setup and waiting happen before the run slot is taken; the rest in it):")
     for name, (rows, _) in results.items():
         if name.startswith("mooreeval"):
-            print("  %-26s run_wait %.2f | %s" % (name, pct([r["run_wait"] for r in rows], 0.5), runner_steps(rows)))
+            print("  %-26s build_wait %.2f run_wait %.2f | %s" % (
+                name, pct([r["build_wait"] for r in rows], 0.5), pct([r["run_wait"] for r in rows], 0.5),
+                runner_steps(rows)))
     me = results["mooreeval uncached"][0]
     paths = dict(collections.Counter(r["path"] for r in me))
     runners = dict(collections.Counter(r["runner"] for r in me))

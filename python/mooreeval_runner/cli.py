@@ -4,6 +4,7 @@ import argparse
 import json
 import os
 import sys
+import time
 import traceback
 
 from . import phase
@@ -17,7 +18,11 @@ def _write_result(path, result):
 
 
 def run_job(argv):
-    """Runs one job (`mode --job F --result F [--phase-file F]`) and writes its result JSON."""
+    """Runs one job (`mode --job F --result F [--phase-file F]`) and writes its result JSON.
+    The result's "clock" holds the wall-clock times (time.time()) at which the job's own code
+    started and ended, so the orchestrator can tell the job's seconds from the cost of
+    starting it (a fork, a client process) and of learning that it ended."""
+    started = time.time()
     parser = argparse.ArgumentParser(prog="mooreeval_runner")
     parser.add_argument("mode", choices=["probe", "inspect", "reference", "candidate"])
     parser.add_argument("--job", required=True, help="job description (JSON file)")
@@ -41,6 +46,8 @@ def run_job(argv):
     except Exception as e:  # a bug in the runner or a broken environment: infrastructure
         result = {"status": "infra_error", "message": f"runner {args.mode} failed: {e!r}",
                   "traceback": traceback.format_exc()[-4000:]}
+    if isinstance(result, dict):
+        result["clock"] = {"start": started, "end": time.time()}
     _write_result(args.result, result)
     sys.stdout.flush()
     sys.stderr.flush()

@@ -105,8 +105,7 @@ struct CandidateRun {
 
 // The runner's own per-step seconds ("seconds" in its result), under `side` in the verdict.
 void note_runner_seconds(Verdict& v, const std::string& side, const run::RunnerOutcome& o) {
-  if (o.result && o.result->contains("seconds") && (*o.result)["seconds"].is_object())
-    v.seconds.runners[side] = (*o.result)["seconds"];
+  if (json s = run::runner_seconds(o); !s.empty()) v.seconds.runners[side] = std::move(s);
 }
 
 // Runs the runner's inspect mode. Returns its result when the candidate was inspected
@@ -119,6 +118,7 @@ std::optional<json> run_inspection(const EvalOptions& options, const UntrustedJo
       job.runner,
       {"inspect", inspect_job, job.dir, options.max_run, {{"CUDA_VISIBLE_DEVICES", ""}}, job.wrapper});
   d.v.seconds.inspect = since(t0);
+  if (inspected.ok()) note_runner_seconds(d.v, "inspect", *inspected);
   if (!inspected.ok()) {
     d.fail(VerdictClass::kInfraError, "inspect", inspected.status().message());
     return std::nullopt;
@@ -707,7 +707,9 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   build::BuildReport built;
   {
     // A build slot bounds concurrent compiles to the cores, whatever the number of workers.
+    const auto t_build_wait = Clock::now();
     const Permit build_slot = Permit::take(*build_slots_);
+    d.v.seconds.build_wait = since(t_build_wait);
     built = build::build_extensions(specs, *toolchain, bopts, dir);
   }
   d.v.seconds.build = built.seconds;
@@ -774,6 +776,11 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   run_slot.emplace(Permit::take(*run_slots_));
   d.v.seconds.run_wait = since(t_wait);
   t0 = Clock::now();
+  auto slot_lap = [&d, last = t0](const char* step) mutable {
+    const auto now = Clock::now();
+    d.v.seconds.slot[step] += std::chrono::duration<double>(now - last).count();
+    last = now;
+  };
   // Deadlines count from the slot: the reference runs, benchmarks and may re-measure.
   const auto ref_deadline = 3 * options_.max_run + std::chrono::milliseconds(60000);
   if (!reference) {
@@ -790,6 +797,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   } else {
     d.v.config["reference_runner"] = runner.warm ? "warm" : "cold";
   }
+  slot_lap("reference_acquire");
   run::RunnerSession& ref = *reference;
   run::RunnerSession& cand = *cand_run->session;
   ref.set_deadline(ref_deadline);
@@ -800,6 +808,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
     return finalize(
         d.fail(VerdictClass::kInfraError, "run", "the reference runner failed to start: " + o.error));
   }
+  slot_lap("reference_ready");
   // Both sides' trials run at once (neither is timed; only we see both outputs): the slot
   // holds the longer of the two, not their sum.
   ref.command("run");
@@ -819,6 +828,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
     return finalize(classify_candidate_failure(d, o, "run", max_run_seconds));
   }
   d.v.seconds.run = since(t0);
+  slot_lap("outputs");
 
   // 6. Numeric check.
   auto ref_out = verify::read_output_file(dirs->reference / "reference.bin");
@@ -835,6 +845,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   d.v.max_abs_error = numeric.max_abs_error;
   d.v.max_rel_error = numeric.max_rel_error;
   const bool all_pass = numeric.passed == numeric.trials && numeric.trials > 0;
+  slot_lap("verify");
 
   // 7. Benchmark, only at 100% pass; reference first, then candidate, never overlapping.
   // Each side announces "timed" after its benchmark (the candidate also after its
@@ -872,8 +883,10 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   // The candidate's process ends inside the slot (nothing of it may still run on the device
   // when the next job times); the reference's exit (trusted code, its device work done)
   // overlaps the next job.
+  slot_lap("bench");
   auto cand_done = cand.finish();
   run_slot.reset();
+  slot_lap("exit");
   auto ref_done = ref.finish();
   note_runner_seconds(d.v, "reference", ref_done);
   note_runner_seconds(d.v, "candidate", cand_done);

@@ -87,6 +87,8 @@ json to_json(const Verdict& v) {
         {"benchmark", v.seconds.benchmark},
         {"total", v.seconds.total},
         {"run_wait", v.seconds.run_wait},
+        {"build_wait", v.seconds.build_wait},
+        {"slot", v.seconds.slot},
         {"runners", v.seconds.runners}}},
       {"cache_hit", v.cache_hit},
       {"inspect_cached", v.inspect_cached},

@@ -1,6 +1,7 @@
 // The result of evaluating one candidate (JSON schema: docs/verdict.schema.json).
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -41,7 +42,12 @@ struct SpeedupCheck {
 
 struct StageSeconds {
   double extract = 0, inspect = 0, build = 0, run = 0, benchmark = 0, total = 0;
-  double run_wait = 0;  // waiting for a run slot (not in run: that counts from the slot)
+  double run_wait = 0;    // waiting for a run slot (not in run: that counts from the slot)
+  double build_wait = 0;  // waiting for a build slot (not in build)
+  // The orchestrator's own steps while it holds the run slot, in seconds: acquiring the
+  // reference runner, until it is ready, until both outputs are in, comparing them, the
+  // benchmark, until the candidate's process has ended.
+  std::map<std::string, double> slot;
   // Per side ("reference", "candidate"): the runner's own seconds per step (setup, waiting,
   // load, trials, timing, checks, profile), when it finished with a result.
   nlohmann::json runners = nlohmann::json::object();

@@ -1,5 +1,8 @@
 #include "run/runner.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdlib>
 
 #include "core/files.h"
@@ -56,6 +59,10 @@ RunnerOutcome collect(ProcessResult process, const fs::path& result_path, const 
   return out;
 }
 
+double wall_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 struct CallFiles {
   fs::path job, result, phase;
 };
@@ -83,9 +90,11 @@ Result<std::unique_ptr<RunnerSession>> RunnerSession::start(const RunnerOptions&
   if (!files.ok()) return files.status();
   auto process = sandboxed(call, process_options(options, call, files->job, files->result, files->phase));
   if (!process.ok()) return process.status();
+  const double spawned_at = wall_now();
   auto child = Subprocess::spawn(*process);
   if (!child.ok()) return child.status();
   std::unique_ptr<RunnerSession> s(new RunnerSession());
+  s->spawned_at_ = spawned_at;
   s->process_ = std::move(child).value();
   s->result_path_ = files->result;
   s->phase_path_ = files->phase;
@@ -109,7 +118,12 @@ void RunnerSession::set_deadline(std::chrono::milliseconds from_now) {
 
 RunnerOutcome RunnerSession::finish() {
   process_->send_stdin("", /*close_after=*/true);
-  return collect(process_->wait(), result_path_, phase_path_);
+  ProcessResult ended = process_->wait();
+  const double ended_at = wall_now();
+  RunnerOutcome out = collect(std::move(ended), result_path_, phase_path_);
+  out.spawned_at = spawned_at_;
+  out.ended_at = ended_at;
+  return out;
 }
 
 Result<RunnerOutcome> run_runner(const RunnerOptions& options, const RunnerCall& call) {
@@ -119,9 +133,30 @@ Result<RunnerOutcome> run_runner(const RunnerOptions& options, const RunnerCall&
   p.keep_stdin_open = false;
   auto wrapped = sandboxed(call, std::move(p));
   if (!wrapped.ok()) return wrapped.status();
+  const double spawned_at = wall_now();
   auto process = run_process(*wrapped);
   if (!process.ok()) return process.status();
-  return collect(std::move(process).value(), files->result, files->phase);
+  const double ended_at = wall_now();
+  RunnerOutcome out = collect(std::move(process).value(), files->result, files->phase);
+  out.spawned_at = spawned_at;
+  out.ended_at = ended_at;
+  return out;
+}
+
+json runner_seconds(const RunnerOutcome& o) {
+  json s = json::object();
+  if (!o.result) return s;
+  if (o.result->contains("seconds") && (*o.result)["seconds"].is_object()) s = (*o.result)["seconds"];
+  const json clock = o.result->value("clock", json::object());
+  if (!clock.is_object() || !clock.contains("start") || !clock.contains("end") || !clock["start"].is_number() ||
+      !clock["end"].is_number() || o.spawned_at <= 0 || o.ended_at <= 0)
+    return s;
+  // Rounded to 0.1 ms; never negative (the two clocks are one, but a job's own numbers are
+  // what it says they are).
+  auto part = [](double v) { return std::max(0.0, std::round(v * 1e4) / 1e4); };
+  s["start"] = part(clock["start"].get<double>() - o.spawned_at);
+  s["end"] = part(o.ended_at - clock["end"].get<double>());
+  return s;
 }
 
 std::map<std::string, std::string> runner_environment(const RunnerOptions& options) {

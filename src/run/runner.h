@@ -44,7 +44,17 @@ struct RunnerOutcome {
   std::optional<nlohmann::json> result;  // the result JSON, when the runner wrote one
   std::string phase;                     // last progress marker ("" if none)
   std::string error;                     // why there is no result, when there is none
+  // Wall-clock seconds (since the epoch) when the orchestrator started the runner process
+  // and when it saw that process end; with the result's "clock" (when the job's own code
+  // started and ended) they tell the cost of starting a job and of learning it ended.
+  double spawned_at = 0.0, ended_at = 0.0;
 };
+
+// The runner's own seconds per step (its result's "seconds") plus "start" (spawning the
+// process until the job's code ran: interpreter or fork, client hand-over) and "end" (the
+// job's last line until its end was seen here: exit, reaping, a warm runner's clean-up).
+// An empty object when the runner wrote no result.
+nlohmann::json runner_seconds(const RunnerOutcome& outcome);
 
 // A started runner in dialogue mode.
 class RunnerSession {
@@ -65,6 +75,7 @@ class RunnerSession {
   RunnerSession() = default;
   std::unique_ptr<Subprocess> process_;
   std::filesystem::path result_path_, phase_path_;
+  double spawned_at_ = 0.0;
 };
 
 // The environment every runner process (and the warm runner's zygote) gets on top of the
