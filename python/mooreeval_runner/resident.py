@@ -6,7 +6,7 @@ so it may share a process with the references before it. Candidate code never ru
 
     python3 -m mooreeval_runner resident --listen-fd N --log-fd M --device cpu|cuda:N
 
-It speaks the zygote's protocol (zygote.py; jobs come through warm_client.py with the client's
+It speaks the zygote's protocol (zygote.py; jobs come through the warm client (src/run/warm_client_main.cpp) with the client's
 stdin, stdout, stderr and control pipe), so to the orchestrator a job is an ordinary runner
 process:
   {"ping": true}       -> "pong\\n" (served only between jobs, after the last one's clean-up)

@@ -8,7 +8,7 @@ and hands both over as open descriptors, so the socket's path need not be visibl
 replaceable by) anything inside a sandbox. Protocol, one connection per request:
   {"ping": true}        -> "pong\\n" (the zygote is up and serving)
   a job request {"argv": [...], "cwd": ..., "env": {...}} with the client's stdin, stdout,
-  stderr and control pipe (fd 3) attached (SCM_RIGHTS; see warm_client.py)
+  stderr and control pipe (fd 3) attached (SCM_RIGHTS; see src/run/warm_client_main.cpp)
                         -> "pid N\\n" once forked, then "exit N\\n" or "signal N\\n" when it ends.
 If the client's connection closes first (the orchestrator killed the client at its deadline),
 the zygote kills the job's process group at once.

@@ -27,7 +27,7 @@ ProcessOptions process_options(const RunnerOptions& options, const RunnerCall& c
   p.env_set = runner_environment(options);
   if (options.warm && call.mode != "probe") {
     // The client hands the job to the zygote; the job's per-call environment travels along.
-    p.argv = {options.python, "-m", "mooreeval_runner.warm_client", options.warm->socket_path().string()};
+    p.argv = {options.warm->client_path().string(), options.warm->socket_path().string()};
     p.env_set["MOOREEVAL_WARM_ENV"] = json(call.env).dump();
   } else {
     p.argv = {options.python, "-m", "mooreeval_runner"};
@@ -148,8 +148,8 @@ json runner_seconds(const RunnerOutcome& o) {
   if (!o.result) return s;
   if (o.result->contains("seconds") && (*o.result)["seconds"].is_object()) s = (*o.result)["seconds"];
   const json clock = o.result->value("clock", json::object());
-  if (!clock.is_object() || !clock.contains("start") || !clock.contains("end") || !clock["start"].is_number() ||
-      !clock["end"].is_number() || o.spawned_at <= 0 || o.ended_at <= 0)
+  if (!clock.is_object() || !clock.contains("start") || !clock.contains("end") ||
+      !clock["start"].is_number() || !clock["end"].is_number() || o.spawned_at <= 0 || o.ended_at <= 0)
     return s;
   // Rounded to 0.1 ms; never negative (the two clocks are one, but a job's own numbers are
   // what it says they are).

@@ -7,10 +7,15 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
 #include "run/runner.h"
+
+#ifndef MOOREEVAL_BUILT_WARM_CLIENT
+#define MOOREEVAL_BUILT_WARM_CLIENT ""
+#endif
 
 namespace musacoder::run {
 
@@ -77,13 +82,28 @@ Ping ping(const fs::path& socket, Clock::time_point until) {
 
 }  // namespace
 
-WarmRunner::WarmRunner(TempDir dir, std::unique_ptr<Subprocess> zygote)
-    : dir_(std::move(dir)), socket_(dir_.path() / "zygote.sock"), zygote_(std::move(zygote)) {}
+WarmRunner::WarmRunner(TempDir dir, std::unique_ptr<Subprocess> zygote, fs::path client)
+    : dir_(std::move(dir)),
+      socket_(dir_.path() / "zygote.sock"),
+      client_(std::move(client)),
+      zygote_(std::move(zygote)) {}
+
+Result<fs::path> locate_warm_client() {
+  std::string path = MOOREEVAL_BUILT_WARM_CLIENT;
+  if (const char* env = std::getenv("MOOREEVAL_WARM_CLIENT"); env && *env) path = env;
+  std::error_code ec;
+  if (path.empty() || !fs::is_regular_file(path, ec) || ::access(path.c_str(), X_OK) != 0)
+    return not_found("the warm runner's client program was not found at '" + path +
+                     "' (build the mooreeval_warm_client target or set MOOREEVAL_WARM_CLIENT)");
+  return fs::absolute(path, ec);
+}
 
 WarmRunner::~WarmRunner() = default;  // ~Subprocess kills the zygote's group
 
 Result<std::unique_ptr<WarmRunner>> WarmRunner::start(const RunnerOptions& options,
                                                       const WarmRunnerSpec& spec) {
+  auto client = locate_warm_client();
+  if (!client.ok()) return client.status();
   auto dir = TempDir::create("mooreeval-warm-", spec.parent_dir);
   if (!dir.ok()) return dir.status();
   const fs::path socket = dir->path() / "zygote.sock";
@@ -128,7 +148,8 @@ Result<std::unique_ptr<WarmRunner>> WarmRunner::start(const RunnerOptions& optio
   // connecting fails at once.
   ::close(listener.fd);
   listener.fd = -1;
-  std::unique_ptr<WarmRunner> warm(new WarmRunner(std::move(dir).value(), std::move(zygote).value()));
+  std::unique_ptr<WarmRunner> warm(
+      new WarmRunner(std::move(dir).value(), std::move(zygote).value(), std::move(client).value()));
   const auto give_up = Clock::now() + spec.startup_deadline;
   switch (ping(warm->socket_, give_up)) {
     case Ping::kPong:

@@ -4,9 +4,9 @@
 // timeout ends that job only (the zygote never touches CUDA, each job initialises its own
 // context), and a deadline still kills the job's whole process group.
 //
-// A job is started as `python3 -m mooreeval_runner.warm_client SOCKET <runner argv>`: a
-// short-lived process that hands its pipes to the zygote and then mirrors the job's exit,
-// so to Subprocess and RunnerSession it is the job.
+// A job is started as `mooreeval_warm_client SOCKET <runner argv>` (warm_client_main.cpp): a
+// short-lived native process that hands its pipes to the zygote and then mirrors the job's
+// exit, so to Subprocess and RunnerSession it is the job.
 //
 // The listening socket and the zygote's log file are created here, in a private directory,
 // and handed to the zygote as open descriptors: a sandboxed zygote (WarmRunnerSpec::sandbox)
@@ -52,6 +52,8 @@ class WarmRunner {
   ~WarmRunner();  // kills the zygote (and with it any job still running)
 
   const std::filesystem::path& socket_path() const { return socket_; }
+  // The client program that starts a job here (locate_warm_client()).
+  const std::filesystem::path& client_path() const { return client_; }
   // Whether the zygote answers a ping within `timeout` (it may have died). In exclusive mode
   // a "yes" also means the clean-up after the previous job is finished.
   bool healthy(std::chrono::milliseconds timeout = std::chrono::milliseconds(2000)) const;
@@ -59,10 +61,15 @@ class WarmRunner {
   std::string log_tail() const;
 
  private:
-  WarmRunner(TempDir dir, std::unique_ptr<Subprocess> zygote);
+  WarmRunner(TempDir dir, std::unique_ptr<Subprocess> zygote, std::filesystem::path client);
   TempDir dir_;
-  std::filesystem::path socket_;
+  std::filesystem::path socket_, client_;
   std::unique_ptr<Subprocess> zygote_;
 };
+
+// The warm-job client program: $MOOREEVAL_WARM_CLIENT if set, else the one this build made
+// (mooreeval_warm_client). Fails, naming the path, when it is not an executable file; a warm
+// runner does not start without it.
+Result<std::filesystem::path> locate_warm_client();
 
 }  // namespace musacoder::run
