@@ -198,6 +198,7 @@ json EvalOptions::to_json() const {
           {"gpu_index", gpu_index},
           {"run_slots", run_slots},
           {"prestart_runners", prestart_runners},
+          {"cuda_max_connections", cuda_max_connections},
           {"build_path", build::build_path_name(build_path)},
           {"build_workers", build_workers},
           {"warm_runners", warm_runners},
@@ -222,6 +223,10 @@ Evaluator::Evaluator(EvalOptions options)
                                      : std::max(1, static_cast<int>(std::thread::hardware_concurrency())))) {
   seed_state_ =
       options_.seed ? *options_.seed : std::random_device{}() ^ (uint64_t{std::random_device{}()} << 32);
+  // Every runner process (zygotes, resident servers, cold runners) inherits runner.extra_env.
+  if (options_.backend != build::Backend::kCpu && options_.cuda_max_connections > 0)
+    options_.runner.extra_env.try_emplace("CUDA_DEVICE_MAX_CONNECTIONS",
+                                          std::to_string(options_.cuda_max_connections));
 }
 
 int Evaluator::candidate_runners() const {

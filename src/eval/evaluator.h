@@ -47,6 +47,13 @@ struct EvalOptions {
   // while their candidate is inspected and built, waiting at their gate); -1: 1 on cpu, 4
   // on GPU backends. The sandboxed run pool has run_slots + this many members.
   int prestart_runners = -1;
+  // --cuda-max-connections: CUDA_DEVICE_MAX_CONNECTIONS for every runner on a GPU backend
+  // (reference and candidate alike); 0 leaves the driver's default (8). One hardware queue
+  // per context makes a fresh process's CUDA context ~2x cheaper to create, and creation is
+  // serialised by the driver: on an H200, 4.5 set-ups/s at the default, 11 at 1
+  // (bench/compile_throughput/process_costs.py). Streams then share that queue, which only
+  // concurrent multi-stream work would notice (and side streams are illegal anyway).
+  int cuda_max_connections = 1;
   bool flush_l2 = true;                               // flush L2 before each timed call (cuda)
   std::size_t poison_bytes = std::size_t{256} << 20;  // cuda: allocator memory filled with NaN per trial
   int cpu_threads = 0;                                // torch intra-op threads in runners (0: torch default)
@@ -59,9 +66,9 @@ struct EvalOptions {
   std::uint64_t cache_max_bytes = std::uint64_t{20}
                                   << 30;                  // --cache-max-gb: LRU eviction above (0: unbounded)
   build::BuildPath build_path = build::BuildPath::kAuto;  // --build-path auto|lean|full
-  std::string lean_dir;         // --lean-dir (default: $MOOREEVAL_LEAN_DIR or the source tree)
-  int build_workers = 0;        // --build-workers: builds at once (0: one per core)
-  bool warm_runners = true;     // --no-warm-runners: fork jobs from a process that imported torch
+  std::string lean_dir;      // --lean-dir (default: $MOOREEVAL_LEAN_DIR or the source tree)
+  int build_workers = 0;     // --build-workers: builds at once (0: one per core)
+  bool warm_runners = true;  // --no-warm-runners: fork jobs from a process that imported torch
   // --no-resident-reference: the reference runs in a resident server per run slot (device
   // set up once; resident_references.h) rather than in a fresh process per evaluation.
   // Needs warm_runners.

@@ -57,6 +57,9 @@ void add_common(CLI::App* app, CommonFlags& f, EvalOptions& o) {
   app->add_option("--prestart-runners", o.prestart_runners,
                   "candidate runners started ahead of the run slots (-1: 1 on cpu, 4 on GPUs)")
       ->capture_default_str();
+  app->add_option("--cuda-max-connections", o.cuda_max_connections,
+                  "CUDA_DEVICE_MAX_CONNECTIONS for runners on GPUs (0: the driver's default)")
+      ->capture_default_str();
   app->add_option("--run-slots", o.run_slots, "candidates on the device at once")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
@@ -121,6 +124,8 @@ std::string resolve(const CommonFlags& f, CLI::App* app, EvalOptions& o) {
   o.cache_max_bytes = static_cast<uint64_t>(f.cache_max_gb * double(1ull << 30));
   if (o.build_workers < 0) return "--build-workers must be >= 0";
   if (o.prestart_runners < -1) return "--prestart-runners must be >= -1";
+  if (o.cuda_max_connections < 0 || o.cuda_max_connections > 32)
+    return "--cuda-max-connections must be in [0, 32]";
   o.warm_runners = !f.no_warm;
   o.resident_reference = !f.no_resident;
   if (!(o.rtol >= 0 && o.rtol < 1) || !(o.atol >= 0 && o.atol < 1)) return "tolerances must be in [0, 1)";
