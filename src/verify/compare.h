@@ -1,7 +1,8 @@
 // The numeric check: candidate outputs against reference outputs, trial by trial.
 // An element passes when |c - r| <= atol + rtol * |r| (torch.allclose); NaN or Inf in the
 // candidate passes only where the reference has the same non-finite value. Integer and
-// bool outputs must match exactly. Shapes and dtypes must be equal.
+// bool outputs must match exactly. Shapes and dtypes must be equal. All arithmetic is in double,
+// on elements widened from their storage one at a time (nothing is copied); no shared state.
 #pragma once
 
 #include <string>
