@@ -5,6 +5,7 @@
 #include <functional>
 #include <iostream>
 #include <random>
+#include <shared_mutex>
 #include <thread>
 
 #include "candidate/extract.h"
@@ -786,6 +787,10 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
     d.v.seconds.slot[step] += std::chrono::duration<double>(now - last).count();
     last = now;
   };
+  // The device is shared with the other slots' untimed work until the benchmark, which has
+  // it alone (timing_lock.h).
+  std::shared_lock<TimingLock> untimed(timing_lock_);
+  slot_lap("device_wait");
   // Deadlines count from the slot: the reference runs, benchmarks and may re-measure.
   const auto ref_deadline = 3 * options_.max_run + std::chrono::milliseconds(60000);
   if (!reference) {
@@ -833,6 +838,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
     return finalize(classify_candidate_failure(d, o, "run", max_run_seconds));
   }
   d.v.seconds.run = since(t0);
+  untimed.unlock();
   slot_lap("outputs");
 
   // 6. Numeric check.
@@ -856,6 +862,11 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   // Each side announces "timed" after its benchmark (the candidate also after its
   // consistency calls) and waits, so both can re-measure if the speedup looks too good.
   t0 = Clock::now();
+  std::unique_lock<TimingLock> timed(timing_lock_, std::defer_lock);
+  if (all_pass) {
+    timed.lock();
+    slot_lap("timing_wait");
+  }
   std::optional<double> ref_median, cand_median;
   ref.command(all_pass ? "bench" : "exit");
   if (all_pass) {
@@ -888,6 +899,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   // The candidate's process ends inside the slot (nothing of it may still run on the device
   // when the next job times); the reference's exit (trusted code, its device work done)
   // overlaps the next job.
+  if (timed) timed.unlock();
   slot_lap("bench");
   auto cand_done = cand.finish();
   run_slot.reset();

@@ -24,6 +24,7 @@
 #include "eval/inspect_cache.h"
 #include "eval/resident_references.h"
 #include "eval/sandboxed_warm_pool.h"
+#include "eval/timing_lock.h"
 #include "eval/verdict.h"
 #include "legality/legality.h"
 #include "reward/reward.h"
@@ -42,7 +43,7 @@ struct EvalOptions {
   std::chrono::milliseconds max_build{60000};     // --max-build-seconds
   std::chrono::milliseconds max_run{30000};       // --max-run-seconds (one runner process)
   int gpu_index = 0;                              // device the run slots use (cuda)
-  int run_slots = 1;                              // candidates on the device at once
+  int run_slots = 1;                              // candidates on the device at once (timed one at a time)
   // --prestart-runners: candidate runners that may be up ahead of the run slots (started
   // while their candidate is inspected and built, waiting at their gate); -1: 1 on cpu, 4
   // on GPU backends. The sandboxed run pool has run_slots + this many members.
@@ -145,7 +146,8 @@ class Evaluator {
   std::unique_ptr<std::counting_semaphore<>> run_slots_;
   std::unique_ptr<std::counting_semaphore<>> candidate_permits_;  // candidate_runners() of them
   std::unique_ptr<std::counting_semaphore<>> build_slots_;
-  std::mutex lean_mu_;  // guards the lean_* members (held while the shim builds)
+  TimingLock timing_lock_;  // the device: shared by the run slots' untimed work, alone for timing
+  std::mutex lean_mu_;      // guards the lean_* members (held while the shim builds)
   bool lean_prepared_ = false;
   std::optional<build::LeanShim> lean_shim_;
   std::string lean_note_;

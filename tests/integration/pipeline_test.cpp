@@ -95,6 +95,28 @@ TEST(RunSlots, ARunnerStartedAheadGetsItsDeadlineFromTheSlot) {
   EXPECT_GT(longest_wait, 12.0);
 }
 
+// Several run slots: the untimed work of different evaluations shares the device, their
+// benchmarks take it one at a time (eval/timing_lock.h); every evaluation completes.
+TEST(RunSlots, SeveralSlotsTimeOneAtATime) {
+  auto options = test_options(build::Backend::kCpu);
+  options.run_slots = 3;
+  eval::Evaluator ev(options);
+  ASSERT_TRUE(ev.prepare().ok());
+  auto task = task::resolve_task("elementwise/add", kSourceDir / "tasks");
+  ASSERT_TRUE(task.ok());
+  const auto file = kSourceDir / "tests/fixtures/candidates/correct_cpu.py";
+  std::vector<eval::BatchJob> jobs;
+  for (const char* id : {"a", "b", "c", "d"}) jobs.push_back({*task, file, id});
+  auto verdicts = eval::run_batch(ev, jobs, 4);
+  ASSERT_EQ(verdicts.size(), jobs.size());
+  for (const auto& v : verdicts) {
+    EXPECT_EQ(v.verdict, eval::VerdictClass::kOk) << v.message << "\n" << v.log;
+    EXPECT_TRUE(v.seconds.slot.contains("device_wait")) << eval::to_json(v).dump();
+    EXPECT_TRUE(v.seconds.slot.contains("timing_wait"));
+    EXPECT_TRUE(v.reference_time && v.candidate_time);
+  }
+}
+
 TEST(BuildTimeout, ExceedingMaxBuildSecondsIsATimeout) {
   auto options = test_options(build::Backend::kCpu);
   options.max_build = std::chrono::seconds(2);   // torch/extension.h alone takes longer
