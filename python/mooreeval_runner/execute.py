@@ -8,6 +8,7 @@ After the benchmark the candidate answers consistency calls (fresh inputs, repea
 inputs overwritten in place) that the orchestrator compares with the reference's answers
 for the same check seeds, and on request both sides re-measure with a second timing
 method. Run-time legality findings (guards.py, kernel_profile.py) go into the result."""
+import time
 import traceback
 
 from . import phase
@@ -83,6 +84,7 @@ def _set_host_poison(enabled):
 
 
 _WARM_UP_SEED = 0x5EED  # inputs of the warm-up only, never of a trial
+_BUSY_SETTLE_S = 0.02  # after forward, before background threads count as busy (guards.BusyThreadProbe)
 
 
 def _warm_up_harness(task, job, device):
@@ -334,12 +336,13 @@ def run_candidate(job):
         if mutated >= 0:
             watch.findings.setdefault("input_mutation", "trial %d: forward changed its inputs in place" % mutated)
         _check_snapshot(watch, snapshot)
-        # Measured while the outputs are written and the orchestrator compares them (the
-        # gate below), not in a sleep of its own.
-        probe = BusyThreadProbe()
+        # The busy-thread probe's settle time passes while the outputs are written, and its
+        # window while the orchestrator compares them (the gate below): no sleep of its own.
+        settle_from = time.monotonic()
         phase.mark("candidate_writing")
         write_outputs(job["outputs_path"], trials)
         del trials
+        probe = BusyThreadProbe(settle_s=max(0.0, _BUSY_SETTLE_S - (time.monotonic() - settle_from)))
         clock.lap("trials")
         answer = _gate(job, "outputs_ready", "bench" if job.get("benchmark") else "exit")
         busy = probe.busy()

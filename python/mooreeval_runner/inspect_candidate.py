@@ -9,6 +9,7 @@
 import ast
 import traceback
 
+from . import phase
 from .loading import CandidateError, load_module_from_path, recording_load_inline
 from .static_rules import dotted as _dotted
 from .static_rules import finding as _finding
@@ -61,6 +62,13 @@ def static_findings(tree):
 
 
 def run(job):
+    clock = phase.Stopwatch()
+    result = _inspect(job, clock)
+    result["seconds"] = clock.laps
+    return result
+
+
+def _inspect(job, clock):
     path = job["candidate_path"]
     with open(path, "rb") as f:
         source = f.read()
@@ -70,7 +78,9 @@ def run(job):
         return {"status": "format_error", "message": "Python syntax error: %s (line %s)" % (e.msg, e.lineno)}
     except ValueError as e:  # e.g. null bytes
         return {"status": "format_error", "message": "not Python source: %s" % e}
+    clock.lap("parse")
     model_new, findings = static_findings(tree)
+    clock.lap("static")
     if model_new is None:
         return {"status": "format_error", "message": "the candidate defines no class ModelNew"}
 
@@ -80,6 +90,7 @@ def run(job):
 
     import torch
     task = load_module_from_path(job["task_path"], "mooreeval_task")
+    clock.lap("task")
     specs = []
     try:
         with recording_load_inline(specs):
@@ -95,4 +106,5 @@ def run(job):
     except BaseException as e:  # candidate code raised (or called sys.exit) at import time
         return {"status": "runtime_error", "message": "importing the candidate raised %r" % (e,),
                 "traceback": traceback.format_exc()[-4000:]}
+    clock.lap("execute")
     return {"status": "ok", "extensions": specs, "findings": findings, "executed": True}

@@ -20,6 +20,7 @@ deadline), a job in this process cannot be killed alone: the whole server exits 
 the orchestrator starts a new one (see src/eval/resident_references.h). A device that fails
 its health check after a job (a sticky CUDA error) ends the server the same way.
 """
+import gc
 import os
 import socket
 import sys
@@ -197,6 +198,10 @@ def serve(listen_fd, log_fd, device):
     except Exception as e:  # noqa: BLE001
         _log("refused: cannot set up %s: %r" % (device, e))
         return 3
+    # The set-up's objects (torch's, the device's) are never garbage: the jobs' collections
+    # need not traverse them each time.
+    gc.collect()
+    gc.freeze()
     listener = socket.socket(fileno=listen_fd)
     _log("serving reference jobs on %s (pid %d)" % (device, os.getpid()))
     while True:

@@ -74,6 +74,16 @@ def _preload():
     return skipped
 
 
+def _freeze_heap():
+    """Moves every object the preload created (torch's, ~300k) into the collector's permanent
+    generation. A forked job's first full collection would otherwise traverse them all, and
+    touching their headers copies every page on write: ~0.15 s of a job here, seconds under load.
+    The jobs' own objects are collected as usual."""
+    import gc
+    gc.collect()
+    gc.freeze()
+
+
 def _recv_request(conn):
     fds = array.array("i")
     data, ancdata, _, _ = conn.recvmsg(1 << 20, socket.CMSG_LEN(4 * fds.itemsize))
@@ -166,6 +176,7 @@ def serve(listen_fd, log_fd, exclusive):
         print("zygote: refused: CUDA was initialised while importing torch and the runner; "
               "forked jobs could not use the GPU", flush=True)
         return 3
+    _freeze_heap()
     listener = socket.socket(fileno=listen_fd)
     if skipped:
         print("zygote: not preloaded (importing them would poison forked CUDA jobs): %s" % skipped, flush=True)
