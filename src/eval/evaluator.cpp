@@ -199,6 +199,7 @@ json EvalOptions::to_json() const {
           {"gpu_index", gpu_index},
           {"run_slots", run_slots},
           {"prestart_runners", prestart_runners},
+          {"workers", workers},
           {"cuda_max_connections", cuda_max_connections},
           {"build_path", build::build_path_name(build_path)},
           {"build_workers", build_workers},
@@ -231,9 +232,10 @@ Evaluator::Evaluator(EvalOptions options)
 }
 
 int Evaluator::candidate_runners() const {
-  const int ahead = options_.prestart_runners >= 0             ? options_.prestart_runners
-                    : options_.backend == build::Backend::kCpu ? 1
-                                                               : 4;
+  const int ahead = options_.prestart_runners >= 0 ? options_.prestart_runners
+                    : options_.backend == build::Backend::kCpu
+                        ? 1
+                        : std::clamp(options_.workers - options_.run_slots, 4, 16);
   return std::max(1, options_.run_slots) + ahead;
 }
 

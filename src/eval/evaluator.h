@@ -45,9 +45,11 @@ struct EvalOptions {
   int gpu_index = 0;                              // device the run slots use (cuda)
   int run_slots = 1;                              // candidates on the device at once (timed one at a time)
   // --prestart-runners: candidate runners that may be up ahead of the run slots (started
-  // while their candidate is inspected and built, waiting at their gate); -1: 1 on cpu, 4
-  // on GPU backends. The sandboxed run pool has run_slots + this many members.
+  // while their candidate is inspected and built, waiting at their gate); -1: 1 on cpu; on
+  // GPU backends workers - run_slots, between 4 and 16 (each idle one holds a CUDA context,
+  // ~0.5-1 GB of device memory). The sandboxed run pool has run_slots + this many members.
   int prestart_runners = -1;
+  int workers = 1;  // concurrent evaluations this evaluator serves (set by each command; sizes defaults)
   // --cuda-max-connections: CUDA_DEVICE_MAX_CONNECTIONS for every runner on a GPU backend
   // (reference and candidate alike); 0 leaves the driver's default (8). One hardware queue
   // per context makes a fresh process's CUDA context ~2x cheaper to create, and creation is

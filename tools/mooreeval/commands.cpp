@@ -86,7 +86,9 @@ int run_eval_batch(const BatchCommand& cmd, const eval::EvalOptions& options) {
   auto jobs = eval::discover_samples(*suite, cmd.samples_dir);
   if (!jobs.ok()) return report_error(jobs.status());
   const auto t_start = std::chrono::steady_clock::now();
-  eval::Evaluator evaluator(options);
+  eval::EvalOptions batch_options = options;
+  batch_options.workers = cmd.workers;
+  eval::Evaluator evaluator(batch_options);
   if (auto st = evaluator.prepare(); !st.ok()) return report_error(st);
   const auto t_prepared = std::chrono::steady_clock::now();
 
@@ -126,7 +128,9 @@ int run_launch(const LaunchCommand& cmd, const eval::EvalOptions& options) {
   if (options.backend != build::Backend::kMusa &&
       (!cmd.musa_sdk_version.empty() || !cmd.torch_musa_version.empty()))
     std::cerr << "mooreeval: note: --musa-sdk-version/--torch-musa apply to --backend musa only; ignored\n";
-  eval::Evaluator evaluator(options);
+  eval::EvalOptions launch_options = options;
+  launch_options.workers = cmd.workers;
+  eval::Evaluator evaluator(launch_options);
   if (auto st = evaluator.prepare(); !st.ok()) return report_error(st);
 
   auto suite = task::load_suite(cmd.tasks_dir);

@@ -55,7 +55,8 @@ void add_common(CLI::App* app, CommonFlags& f, EvalOptions& o) {
       ->capture_default_str();
   app->add_option("--gpu", o.gpu_index, "GPU index for the cuda backend")->capture_default_str();
   app->add_option("--prestart-runners", o.prestart_runners,
-                  "candidate runners started ahead of the run slots (-1: 1 on cpu, 4 on GPUs)")
+                  "candidate runners started ahead of the run slots (-1: 1 on cpu; on GPUs workers - run "
+                  "slots, 4 to 16)")
       ->capture_default_str();
   app->add_option("--cuda-max-connections", o.cuda_max_connections,
                   "CUDA_DEVICE_MAX_CONNECTIONS for runners on GPUs (0: the driver's default)")

@@ -55,7 +55,9 @@ int run_serve(const ServeCommand& cmd, const LaunchCommand& launch, const eval::
     if (auto ep = service::parse_redis_url(cmd.queue); !ep.ok()) return fail(ep.status());
   }
 
-  eval::Evaluator evaluator(options);
+  eval::EvalOptions serve_options = options;
+  serve_options.workers = std::max(1, launch.workers);
+  eval::Evaluator evaluator(serve_options);
   if (launch.workers > 0) {
     if (auto st = evaluator.prepare(); !st.ok()) return fail(st);
   }
@@ -117,7 +119,9 @@ int run_worker(const WorkerCommand& cmd, const eval::EvalOptions& options) {
   if (auto ep = service::parse_redis_url(cmd.queue); !ep.ok()) return fail(ep.status());
   auto catalog = service::load_catalog(cmd.tasks_dir);
   if (!catalog.ok()) return fail(catalog.status());
-  eval::Evaluator evaluator(options);
+  eval::EvalOptions worker_options = options;
+  worker_options.workers = cmd.threads;
+  eval::Evaluator evaluator(worker_options);
   if (auto st = evaluator.prepare(); !st.ok()) return fail(st);
 
   service::WorkerOptions wo;
