@@ -343,9 +343,11 @@ SandboxedWarmPool* Evaluator::untrusted_pool(UntrustedRole role) {
     const fs::path runner_dir = fs::absolute(options_.runner.runner_dir);
     const bool cpu = options_.backend == build::Backend::kCpu;
     const int inspect_size = std::clamp(static_cast<int>(std::thread::hardware_concurrency()) / 4, 1, 4);
-    auto start = [&](sandbox::JobKind kind, bool limit_as, int size, std::vector<fs::path> ro) {
+    auto start = [&](sandbox::JobKind kind, bool limit_as, int size, std::vector<fs::path> ro,
+                     std::map<std::string, std::string> env) {
       WarmPoolOptions o;
       o.runner = options_.runner;
+      for (auto& [k, v] : env) o.runner.extra_env[k] = v;
       o.sandbox = *sb;
       o.job = {kind, {}, std::move(ro), options_.gpu_index, limit_as};
       o.size = size;
@@ -364,9 +366,15 @@ SandboxedWarmPool* Evaluator::untrusted_pool(UntrustedRole role) {
     const auto run_kind = cpu ? sandbox::JobKind::kRunCpu : sandbox::JobKind::kRunCuda;
     // Inspection imports the candidate without a GPU; on the cpu backend both roles need the
     // same sandbox, so one pool serves both.
-    run_pool_ = start(run_kind, /*limit_as=*/true, candidate_runners() + (cpu ? inspect_size : 0), run_ro);
+    run_pool_ =
+        start(run_kind, /*limit_as=*/true, candidate_runners() + (cpu ? inspect_size : 0), run_ro, {});
+    // No GPU for inspection, and the zygote must know it: torch.utils.cpp_extension asks
+    // torch.cuda.is_available() at import, which without device nodes falls back to the CUDA
+    // runtime and marks forked children as bad forks — the zygote then would not preload it,
+    // and every inspection imported it (setuptools included) itself, ~0.45 s on the H200 host.
     if (!cpu)
-      inspect_pool_ = start(sandbox::JobKind::kRunCpu, /*limit_as=*/false, inspect_size, {runner_dir});
+      inspect_pool_ = start(sandbox::JobKind::kRunCpu, /*limit_as=*/false, inspect_size, {runner_dir},
+                            {{"CUDA_VISIBLE_DEVICES", ""}});
   }
   if (role == UntrustedRole::kInspect && inspect_pool_) return inspect_pool_.get();
   return run_pool_.get();
