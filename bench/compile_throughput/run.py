@@ -174,7 +174,8 @@ def run_mooreeval(cands, backend, workers, binary, cache_dir, extra):
                      "ok": v["verdict"] == "ok", "path": v.get("build_path"),
                      "cache_hit": v.get("cache_hit"), "verdict": v["verdict"], "task": v["task"],
                      "run_wait": s.get("run_wait", 0.0), "build_wait": s.get("build_wait", 0.0),
-                     "slot": s.get("slot", {}), "runners": s.get("runners", {})})
+                     "slot": s.get("slot", {}), "build_steps": s.get("build_steps", {}),
+                     "runners": s.get("runners", {})})
     shutil.rmtree(samples, ignore_errors=True)
     if steady:
         rows[0]["_steady_wall"] = steady
@@ -182,14 +183,15 @@ def run_mooreeval(cands, backend, workers, binary, cache_dir, extra):
 
 
 def runner_steps(rows):
-    """'inspect start 0.10 ... | reference setup 0.52 init 0.01 ... | candidate ... | slot ...': the
-    p50 of each runner step (start: spawning it until its job code ran; end: its last line until
-    its end was seen) and of the orchestrator's steps in the run slot."""
+    """'build nvcc 2.1 ... | inspect start 0.10 ... | reference setup 0.52 ... | candidate ... | slot ...':
+    the p50 of each build step, of each runner step (start: spawning it until its job code ran;
+    end: its last line until its end was seen) and of the orchestrator's steps in the run slot."""
     parts = []
-    for side in ("inspect", "reference", "candidate", "slot"):
+    for side in ("build", "inspect", "reference", "candidate", "slot"):
         steps = collections.defaultdict(list)
         for r in rows:
-            for step, secs in (r["slot"] if side == "slot" else r["runners"].get(side, {})).items():
+            laps = r["slot"] if side == "slot" else r["build_steps"] if side == "build" else r["runners"].get(side, {})
+            for step, secs in laps.items():
                 steps[step].append(secs)
         parts.append(side + " " + " ".join("%s %.3f" % (k, pct(v, 0.5)) for k, v in steps.items()))
     return " | ".join(parts)

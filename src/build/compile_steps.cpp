@@ -25,7 +25,8 @@ BuildOutcome worse(BuildOutcome a, BuildOutcome b) {
 
 BuildOutcome run_compile_steps(const std::vector<CompileStep>& compiles, const CompileStep& link,
                                const std::filesystem::path& cwd, Clock::time_point deadline,
-                               const ProcessWrapper& sandbox, std::string& log) {
+                               const ProcessWrapper& sandbox, std::string& log,
+                               std::map<std::string, double>* step_seconds) {
   auto options_for = [&](const CompileStep& step) -> Result<ProcessOptions> {
     ProcessOptions p;
     p.argv = step.argv;
@@ -36,6 +37,9 @@ BuildOutcome run_compile_steps(const std::vector<CompileStep>& compiles, const C
   };
   auto record = [&](const CompileStep& step, const ProcessResult& r) {
     log += "$ " + joined(step.argv) + "\n" + r.stdout_text + r.stderr_text;
+    if (step_seconds)
+      (*step_seconds)[&step == &link ? "link" : std::filesystem::path(step.argv[0]).filename().string()] +=
+          r.wall_seconds;
     if (r.timed_out) return BuildOutcome::kTimeout;
     if (!r.succeeded()) {
       log += "[" + step.argv[0] + " " + r.describe() + "]\n";

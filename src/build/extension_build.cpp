@@ -36,7 +36,8 @@ namespace {
 // Writes the sources of one path into `dir` and runs its steps.
 BuildOutcome build_in(const ExtensionSpec& spec, const std::string& cpp,
                       const std::vector<CompileStep>& steps, const fs::path& dir, Clock::time_point deadline,
-                      const ProcessWrapper& sandbox, std::string& log) {
+                      const ProcessWrapper& sandbox, std::string& log,
+                      std::map<std::string, double>& step_seconds) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !write_file_atomic(dir / "main.cpp", cpp).ok()) {
@@ -50,7 +51,7 @@ BuildOutcome build_in(const ExtensionSpec& spec, const std::string& cpp,
   std::vector<CompileStep> compiles = steps;
   const CompileStep link = compiles.back();
   compiles.pop_back();
-  return run_compile_steps(compiles, link, dir, deadline, sandbox, log);
+  return run_compile_steps(compiles, link, dir, deadline, sandbox, log, &step_seconds);
 }
 
 // The first lines of a failed lean attempt: enough to see what the lean headers lacked.
@@ -146,7 +147,7 @@ BuildReport build_extensions(const std::vector<ExtensionSpec>& specs, const Tool
       const BuildOutcome o =
           build_in(spec, lean_cpp_source(spec),
                    lean_build_steps(spec, toolchain, *options.lean_shim, lean_dir, lean_dir / lib_name),
-                   lean_dir, deadline, options.sandbox, lean_log);
+                   lean_dir, deadline, options.sandbox, lean_log, report.step_seconds);
       if (o == BuildOutcome::kOk) {
         cache.publish(lean_key, lean_dir / lib_name);
         use(lean_dir / lib_name, true);
@@ -167,7 +168,7 @@ BuildReport build_extensions(const std::vector<ExtensionSpec>& specs, const Tool
     }
     const BuildOutcome o =
         build_in(spec, generated_cpp_source(spec), full_build_steps(spec, toolchain, dir, dir / lib_name),
-                 dir, deadline, options.sandbox, report.log);
+                 dir, deadline, options.sandbox, report.log, report.step_seconds);
     if (o != BuildOutcome::kOk) return finish(o);
     cache.publish(full_key, dir / lib_name);
     use(dir / lib_name, false);

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,9 @@ struct BuildReport {
   std::string path;        // "lean", "full" or "mixed" (which path built the extensions)
   std::string lean_note;   // why the lean path was not taken, when it was not
   double seconds = 0.0;
+  // Wall seconds per compiler ("nvcc", "c++", ...; concurrent, so they overlap) and "link",
+  // summed over the extensions built here (none for cache hits).
+  std::map<std::string, double> step_seconds;
 };
 
 // Compiles every spec into `work_dir`. Never fails with a Status: the outcome says whose

@@ -729,6 +729,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
     built = build::build_extensions(specs, *toolchain, bopts, dir);
   }
   d.v.seconds.build = built.seconds;
+  d.v.seconds.build_steps = built.step_seconds;
   d.v.cache_hit = built.cache_hit;
   d.v.build_path = built.path;
   d.log += built.lean_note + built.log;

@@ -88,6 +88,7 @@ json to_json(const Verdict& v) {
         {"total", v.seconds.total},
         {"run_wait", v.seconds.run_wait},
         {"build_wait", v.seconds.build_wait},
+        {"build_steps", v.seconds.build_steps},
         {"slot", v.seconds.slot},
         {"runners", v.seconds.runners}}},
       {"cache_hit", v.cache_hit},

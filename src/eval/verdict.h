@@ -44,6 +44,8 @@ struct StageSeconds {
   double extract = 0, inspect = 0, build = 0, run = 0, benchmark = 0, total = 0;
   double run_wait = 0;    // waiting for a run slot (not in run: that counts from the slot)
   double build_wait = 0;  // waiting for a build slot (not in build)
+  // The build's compilers ("nvcc", "c++": concurrent) and "link", wall seconds each.
+  std::map<std::string, double> build_steps;
   // The orchestrator's own steps while it holds the run slot, in seconds: acquiring the
   // reference runner, until it is ready, until both outputs are in, comparing them, the
   // benchmark, until the candidate's process has ended.
