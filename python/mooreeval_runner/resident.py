@@ -6,9 +6,9 @@ so it may share a process with the references before it. Candidate code never ru
 
     python3 -m mooreeval_runner resident --listen-fd N --log-fd M --device cpu|cuda:N
 
-It speaks the zygote's protocol (zygote.py; jobs come through the warm client (src/run/warm_client_main.cpp) with the client's
-stdin, stdout, stderr and control pipe), so to the orchestrator a job is an ordinary runner
-process:
+It speaks the zygote's protocol (zygote.py; jobs come through the warm client,
+src/run/warm_client_main.cpp, with the client's stdin, stdout, stderr and control pipe), so to
+the orchestrator a job is an ordinary runner process:
   {"ping": true}       -> "pong\\n" (served only between jobs, after the last one's clean-up)
   a reference job      -> "pid N\\n" (this process), then "exit N\\n" when the job is done.
   any other mode       -> "error ...\\n" (nothing runs).
@@ -20,14 +20,13 @@ deadline), a job in this process cannot be killed alone: the whole server exits 
 the orchestrator starts a new one (see src/eval/resident_references.h). A device that fails
 its health check after a job (a sticky CUDA error) ends the server the same way.
 """
-import gc
 import os
 import socket
 import sys
 import threading
 import traceback
 
-from .zygote import _recv_request
+from .zygote import _freeze_heap, _recv_request
 
 _RESTART_EXIT = 70  # this server must be replaced
 _log_fd = 2  # the server's log (a job's stderr is the client's, on fd 2 while it runs)
@@ -200,8 +199,7 @@ def serve(listen_fd, log_fd, device):
         return 3
     # The set-up's objects (torch's, the device's) are never garbage: the jobs' collections
     # need not traverse them each time.
-    gc.collect()
-    gc.freeze()
+    _freeze_heap()
     listener = socket.socket(fileno=listen_fd)
     _log("serving reference jobs on %s (pid %d)" % (device, os.getpid()))
     while True:

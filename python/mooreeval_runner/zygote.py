@@ -78,7 +78,8 @@ def _freeze_heap():
     """Moves every object the preload created (torch's, ~300k) into the collector's permanent
     generation. A forked job's first full collection would otherwise traverse them all, and
     touching their headers copies every page on write: ~0.15 s of a job here, seconds under load.
-    The jobs' own objects are collected as usual."""
+    (A resident server freezes its set-up the same way, so its clean-up between jobs collects
+    only what the job left.) The jobs' own objects are collected as usual."""
     import gc
     gc.collect()
     gc.freeze()
