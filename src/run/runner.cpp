@@ -41,8 +41,16 @@ ProcessOptions process_options(const RunnerOptions& options, const RunnerCall& c
   return p;
 }
 
-RunnerOutcome collect(ProcessResult process, const fs::path& result_path, const fs::path& phase_path) {
+double wall_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// The outcome of a runner that has just ended (now), spawned at `spawned_at` (wall_now()).
+RunnerOutcome collect(ProcessResult process, const fs::path& result_path, const fs::path& phase_path,
+                      double spawned_at) {
   RunnerOutcome out;
+  out.spawned_at = spawned_at;
+  out.ended_at = wall_now();
   out.process = std::move(process);
   if (auto phase = read_file(phase_path, 4096); phase.ok()) out.phase = *phase;
   auto text = read_file(result_path, 64 << 20);
@@ -57,10 +65,6 @@ RunnerOutcome collect(ProcessResult process, const fs::path& result_path, const 
   }
   out.result = std::move(j);
   return out;
-}
-
-double wall_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 struct CallFiles {
@@ -118,12 +122,7 @@ void RunnerSession::set_deadline(std::chrono::milliseconds from_now) {
 
 RunnerOutcome RunnerSession::finish() {
   process_->send_stdin("", /*close_after=*/true);
-  ProcessResult ended = process_->wait();
-  const double ended_at = wall_now();
-  RunnerOutcome out = collect(std::move(ended), result_path_, phase_path_);
-  out.spawned_at = spawned_at_;
-  out.ended_at = ended_at;
-  return out;
+  return collect(process_->wait(), result_path_, phase_path_, spawned_at_);
 }
 
 Result<RunnerOutcome> run_runner(const RunnerOptions& options, const RunnerCall& call) {
@@ -136,11 +135,7 @@ Result<RunnerOutcome> run_runner(const RunnerOptions& options, const RunnerCall&
   const double spawned_at = wall_now();
   auto process = run_process(*wrapped);
   if (!process.ok()) return process.status();
-  const double ended_at = wall_now();
-  RunnerOutcome out = collect(std::move(process).value(), files->result, files->phase);
-  out.spawned_at = spawned_at;
-  out.ended_at = ended_at;
-  return out;
+  return collect(std::move(process).value(), files->result, files->phase, spawned_at);
 }
 
 json runner_seconds(const RunnerOutcome& o) {
