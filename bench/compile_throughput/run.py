@@ -19,6 +19,7 @@ import importlib.util
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -154,7 +155,9 @@ def run_mooreeval(cands, backend, workers, binary, cache_dir, extra):
     cmd = [binary, "eval-batch", "--tasks", os.path.join(ROOT, "tasks"), "--samples", samples,
            "--workers", str(workers), "--backend", backend, "--cache-dir", cache_dir, "--out", out] + extra
     t = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     wall = time.perf_counter() - t
     if not os.path.exists(out):
         sys.exit("mooreeval eval-batch failed (%d): %s" % (proc.returncode, proc.stderr[-2000:]))
@@ -179,6 +182,8 @@ def run_mooreeval(cands, backend, workers, binary, cache_dir, extra):
     shutil.rmtree(samples, ignore_errors=True)
     if steady:
         rows[0]["_steady_wall"] = steady
+    if rows:  # CPU seconds of the evaluator and every process it waited for (compilers, runners)
+        rows[0]["_cpu"] = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     return rows, wall
 
 
@@ -254,6 +259,11 @@ def main():
             print("  %-26s build_wait %.2f run_wait %.2f | %s" % (
                 name, pct([r["build_wait"] for r in rows], 0.5), pct([r["run_wait"] for r in rows], 0.5),
                 runner_steps(rows)))
+    print("\nCPU (the evaluator and the processes it waited for: compilers, runners):")
+    for name, (rows, wall) in results.items():
+        if rows and "_cpu" in rows[0]:
+            print("  %-26s %7.1f core-seconds in %6.1f s wall: %5.1f cores busy on average, %.2f core-s per candidate" % (
+                name, rows[0]["_cpu"], wall, rows[0]["_cpu"] / wall, rows[0]["_cpu"] / len(rows)))
     me = results["mooreeval uncached"][0]
     paths = dict(collections.Counter(r["path"] for r in me))
     runners = dict(collections.Counter(r["runner"] for r in me))

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <cstdlib>
 #include <optional>
+#include <set>
+#include <string_view>
 
 #include "build/full_build.h"
 #include "core/files.h"
@@ -39,6 +41,29 @@ bool is_identifier(const std::string& s) {
 }
 
 }  // namespace
+
+bool lean_needs_string(const std::vector<std::string>& sources) {
+  // clang-format off
+  static const std::set<std::string_view> kNames = {
+      "string", "wstring", "u8string", "u16string", "u32string", "basic_string", "string_view",
+      "wstring_view", "u8string_view", "u16string_view", "u32string_view", "basic_string_view",
+      "to_string", "to_wstring", "stoi", "stol", "stoul", "stoll", "stoull", "stof", "stod", "stold",
+      "getline", "char_traits", "literals", "string_literals", "string_view_literals"};
+  // clang-format on
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (const std::string& s : sources)
+    for (std::size_t i = 0; i < s.size();) {
+      if (!ident(s[i])) {
+        ++i;
+        continue;
+      }
+      std::size_t end = i;
+      while (end < s.size() && ident(s[end])) ++end;
+      if (kNames.contains(std::string_view(s).substr(i, end - i))) return true;
+      i = end;
+    }
+  return false;
+}
 
 Result<fs::path> locate_lean_dir(const std::string& explicit_dir) {
   fs::path dir;
@@ -160,6 +185,7 @@ std::vector<CompileStep> lean_build_steps(const ExtensionSpec& spec, const Toolc
   cxx.argv.push_back("-fPIC");
   cxx.argv.push_back("-std=" + t.cxx_std);
   cxx.argv.insert(cxx.argv.end(), spec.extra_cflags.begin(), spec.extra_cflags.end());
+  if (!lean_needs_string(spec.cpp_sources)) cxx.argv.push_back("-DMOOREEVAL_LEAN_NO_STRING");
   cxx.argv.insert(cxx.argv.end(), {"-c", (dir / "main.cpp").string(), "-o", (dir / "main.o").string()});
   steps.push_back(cxx);
   objects.push_back((dir / "main.o").string());
@@ -177,6 +203,7 @@ std::vector<CompileStep> lean_build_steps(const ExtensionSpec& spec, const Toolc
       user_std |= f.starts_with("-std=");
     }
     if (!user_std) nvcc.argv.push_back("-std=" + t.cxx_std);
+    if (!lean_needs_string(spec.cuda_sources)) nvcc.argv.push_back("-DMOOREEVAL_LEAN_NO_STRING");
     nvcc.argv.insert(nvcc.argv.end(),
                      {"-c", (dir / "cuda.cu").string(), "-o", (dir / "cuda.cuda.o").string()});
     steps.push_back(nvcc);

@@ -49,6 +49,14 @@ Result<LeanShim> prepare_lean_shim(const Toolchain& toolchain, Backend backend,
 // (the sources bind themselves), pybind11 or TORCH_LIBRARY code.
 std::string lean_unsuitable_reason(const ExtensionSpec& spec);
 
+// Whether a translation unit of `sources` may use std::string and so needs the <string> that
+// torch's headers include: true when some identifier in them is a <string> name (string,
+// string_view, to_string, stoi, getline, char_traits, literals, ...; comments count too).
+// Each lean translation unit is compiled without <string> otherwise (nvcc spends a fifth of
+// its time on that header, g++ a third); a source that needs it anyway fails to compile and
+// takes the full build.
+bool lean_needs_string(const std::vector<std::string>& sources);
+
 // The lean translation units: main.cpp (cpp_sources + one MOOREEVAL_LEAN_EXPORT per
 // function) and, with CUDA sources, cuda.cu (exactly load_inline's).
 std::string lean_cpp_source(const ExtensionSpec& spec);

@@ -53,6 +53,37 @@ TEST(LeanBuild, SourceExportsEveryFunction) {
 }
 
 // The lean compile sees the lean headers and none of torch's; the link names the shim.
+TEST(LeanBuild, NeedsStringWhenASourceNamesIt) {
+  EXPECT_FALSE(lean_needs_string({}));
+  EXPECT_FALSE(lean_needs_string({"TORCH_CHECK(e == cudaSuccess, cudaGetErrorString(e)); // a substring"}));
+  EXPECT_FALSE(lean_needs_string({"int strings = 1; auto tostring = stoix;"}));
+  EXPECT_TRUE(lean_needs_string({"__global__ void k() {}", "std::string name;"}));
+  EXPECT_TRUE(lean_needs_string({"#include <string>"}));
+  EXPECT_TRUE(lean_needs_string({"auto n = std::to_string(3);"}));
+  EXPECT_TRUE(lean_needs_string({"int n = std::stoi(s)"}));
+  EXPECT_TRUE(lean_needs_string({"using namespace std::literals;"}));
+  EXPECT_TRUE(lean_needs_string({"std::string_view"}));
+  EXPECT_TRUE(lean_needs_string({"string"}));
+}
+
+TEST(LeanBuild, UnitsLeaveStringOutUnlessTheirSourcesNameIt) {
+  Toolchain t;
+  t.nvcc = "nvcc";
+  LeanShim shim{"/cache/shim/mooreeval_lean_shim.so", "/lean/include", "/lean/shadow", "fp"};
+  ExtensionSpec s = add_spec();
+  s.cpp_sources = {"std::string label(torch::Tensor x);"};  // each unit's own sources decide
+  s.cuda_sources = {"__global__ void k() {}"};
+  auto steps = lean_build_steps(s, t, shim, "/work", "/work/ext.so");
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_FALSE(has(steps[0].argv, "-DMOOREEVAL_LEAN_NO_STRING"));
+  EXPECT_TRUE(has(steps[1].argv, "-DMOOREEVAL_LEAN_NO_STRING"));
+  s.cpp_sources = {"torch::Tensor add(torch::Tensor a, torch::Tensor b);"};
+  s.cuda_sources.push_back("std::string label(torch::Tensor x) { return \"k\"; }");
+  steps = lean_build_steps(s, t, shim, "/work", "/work/ext.so");
+  EXPECT_TRUE(has(steps[0].argv, "-DMOOREEVAL_LEAN_NO_STRING"));
+  EXPECT_FALSE(has(steps[1].argv, "-DMOOREEVAL_LEAN_NO_STRING"));
+}
+
 TEST(LeanBuild, StepsUseLeanHeadersAndLinkTheShim) {
   Toolchain t;
   t.include_paths_cpu = {"/torch/include", "/torch/include/api"};

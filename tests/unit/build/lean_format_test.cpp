@@ -27,7 +27,13 @@ std::string streamed(const Args&... args) {
   return s.str();
 }
 
-#define EXPECT_SAME_AS_OSTREAM(...) EXPECT_EQ(mooreeval_lean::str(__VA_ARGS__), streamed(__VA_ARGS__))
+// The lean message as a std::string, for comparisons.
+template <typename... Args>
+std::string lean(const Args&... args) {
+  return mooreeval_lean::str(args...).c_str();
+}
+
+#define EXPECT_SAME_AS_OSTREAM(...) EXPECT_EQ(lean(__VA_ARGS__), streamed(__VA_ARGS__))
 
 TEST(LeanFormat, IntegersOfEveryWidthAndSign) {
   EXPECT_SAME_AS_OSTREAM(0, -1, 42);
@@ -49,7 +55,7 @@ TEST(LeanFormat, CharactersBooleansAndStrings) {
   EXPECT_SAME_AS_OSTREAM("add: ", std::string("a and b"), std::string_view(" must match"));
   char buffer[] = "mutable";
   EXPECT_SAME_AS_OSTREAM(buffer);
-  EXPECT_EQ(mooreeval_lean::str(), "");
+  EXPECT_EQ(lean(), "");
 }
 
 enum LegacyEnum { kFirst, kSecond = 5 };
@@ -61,12 +67,37 @@ TEST(LeanFormat, UnscopedEnumsPrintTheirValue) {
 TEST(LeanFormat, TorchTypesAsC10PrintsThem) {
   const std::vector<int64_t> shape = {2, 3, 4};
   const c10::IntArrayRef sizes(shape);
-  EXPECT_EQ(mooreeval_lean::str("got ", sizes), "got [2, 3, 4]");
+  EXPECT_EQ(lean("got ", sizes), "got [2, 3, 4]");
   EXPECT_SAME_AS_OSTREAM(sizes, c10::IntArrayRef());
-  EXPECT_EQ(mooreeval_lean::str(c10::Device(c10::kCUDA, 1), " ", c10::Device(c10::kCPU)), "cuda:1 cpu");
+  EXPECT_EQ(lean(c10::Device(c10::kCUDA, 1), " ", c10::Device(c10::kCPU)), "cuda:1 cpu");
   EXPECT_SAME_AS_OSTREAM(c10::Device(c10::kCUDA, 0), c10::Device(c10::kCUDA));
-  EXPECT_EQ(mooreeval_lean::str(c10::kFloat), "Float");
+  EXPECT_EQ(lean(c10::kFloat), "Float");
   EXPECT_SAME_AS_OSTREAM(c10::kFloat, caffe2::TypeMeta(c10::kHalf));
+}
+
+TEST(LeanFormat, LongMessagesGrowTheBuffer) {
+  const std::string part(100, 'x');
+  std::string expected;
+  mooreeval_lean::Message m;
+  for (int i = 0; i < 50; ++i) {
+    expected += part + std::to_string(i);
+    mooreeval_lean::append(m, part);
+    mooreeval_lean::append(m, i);
+  }
+  EXPECT_EQ(m.size(), expected.size());
+  EXPECT_EQ(std::string(m.c_str()), expected);
+  mooreeval_lean::Message moved = std::move(m);
+  EXPECT_EQ(std::string(moved.c_str()), expected);
+  EXPECT_TRUE(m.empty());
+  EXPECT_STREQ(m.c_str(), "");
+}
+
+TEST(LeanFormat, CheckMessageDefaultsAsTorchCheck) {
+  EXPECT_STREQ(mooreeval_lean::check_message("a > 0", mooreeval_lean::str("a is ", -1)).c_str(), "a is -1");
+  EXPECT_EQ(
+      std::string(mooreeval_lean::check_message("a > 0", mooreeval_lean::str()).c_str()),
+      "Expected a > 0 to be true, but got false.  (Could this error message be improved?  If so, please "
+      "report an enhancement request to PyTorch.)");
 }
 
 }  // namespace

@@ -15,6 +15,9 @@
 // compile fails and the build falls back to the full one (whose pybind11 handles it).
 #pragma once
 
+#if !defined(MOOREEVAL_LEAN_NO_STRING)  // see tensor.h
+#include <string>
+#endif
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -53,8 +56,10 @@ template <>
 struct Arg<int> : ScalarArg<int, 'i'> {};
 template <>
 struct Arg<bool> : ScalarArg<bool, 'b'> {};
+#if !defined(MOOREEVAL_LEAN_NO_STRING)
 template <>
 struct Arg<std::string> : ScalarArg<std::string, 's'> {};
+#endif
 template <>
 struct Arg<std::vector<int64_t>> : ScalarArg<std::vector<int64_t>, 'L'> {};
 template <>

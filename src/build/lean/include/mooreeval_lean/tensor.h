@@ -12,13 +12,21 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <initializer_list>
 #include <iosfwd>
-#include <string>
-#include <string_view>
+#include <new>
 #include <type_traits>
 #include <utility>
 #include <vector>
+// <string> alone is a fifth of nvcc's time for a lean translation unit, and nothing here
+// needs it: the lean build defines MOOREEVAL_LEAN_NO_STRING for a CUDA source that never
+// names std::string or its functions (src/build/lean_build.cpp), so that torch's transitive
+// <string> is kept exactly where a candidate may rely on it.
+#if !defined(MOOREEVAL_LEAN_NO_STRING)
+#include <string>
+#include <string_view>
+#endif
 
 #include "mooreeval_lean/abi.h"
 
@@ -464,6 +472,53 @@ inline std::size_t caffe2::TypeMeta::itemsize() const {
 }
 
 namespace mooreeval_lean {
+// The text of a TORCH_CHECK message: a growable, NUL-terminated buffer, so that this header
+// needs no <string>.
+class Message {
+ public:
+  Message() = default;
+  Message(Message&& o) noexcept
+      : data_(std::exchange(o.data_, nullptr)),
+        size_(std::exchange(o.size_, 0)),
+        cap_(std::exchange(o.cap_, 0)) {}
+  Message& operator=(Message&& o) noexcept {
+    std::swap(data_, o.data_), std::swap(size_, o.size_), std::swap(cap_, o.cap_);
+    return *this;
+  }
+  Message(const Message&) = delete;
+  Message& operator=(const Message&) = delete;
+  ~Message() { delete[] data_; }
+
+  void append(const char* p, std::size_t n) {
+    if (size_ + n + 1 > cap_) {
+      std::size_t cap = cap_ ? cap_ * 2 : 64;
+      while (cap < size_ + n + 1) cap *= 2;
+      char* bigger = new char[cap];
+      if (size_) std::memcpy(bigger, data_, size_);
+      delete[] data_;
+      data_ = bigger, cap_ = cap;
+    }
+    if (n) std::memcpy(data_ + size_, p, n);
+    size_ += n;
+    data_[size_] = '\0';
+  }
+  Message& operator+=(const char* p) {
+    append(p, std::strlen(p));
+    return *this;
+  }
+  Message& operator+=(char c) {
+    append(&c, 1);
+    return *this;
+  }
+  const char* c_str() const { return data_ ? data_ : ""; }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+ private:
+  char* data_ = nullptr;
+  std::size_t size_ = 0, cap_ = 0;
+};
+
 // c10::str's behaviour — every argument as std::ostream would write it, one after the other —
 // without <sstream>, which alone doubled the time nvcc takes for a lean translation unit.
 // Numbers go through the printf conversions that libstdc++'s ostream uses with default flags
@@ -472,73 +527,72 @@ namespace mooreeval_lean {
 // own operator<<, a pointer, a tensor) has no `append` here and does not compile, and the
 // build falls back to the full path, where torch's own c10::str formats it.
 template <typename... V>
-void append_printf(std::string& s, const char* format, V... v) {
+void append_printf(Message& s, const char* format, V... v) {
   char buf[64];
   const int n = std::snprintf(buf, sizeof buf, format, v...);
   if (n > 0)
     s.append(buf, static_cast<std::size_t>(n) < sizeof buf ? static_cast<std::size_t>(n) : sizeof buf - 1);
 }
-inline void append(std::string& s, const char* v) {
+inline void append(Message& s, const char* v) {
   s += v;
 }
-inline void append(std::string& s, const std::string& v) {
-  s += v;
-}
-inline void append(std::string& s, std::string_view v) {
+// std::string and std::string_view (whose header the candidate then included itself).
+template <typename S, typename = std::enable_if_t<std::is_same_v<typename S::traits_type::char_type, char>>>
+void append(Message& s, const S& v) {
   s.append(v.data(), v.size());
 }
-inline void append(std::string& s, char v) {
+inline void append(Message& s, char v) {
   s += v;
 }
-inline void append(std::string& s, signed char v) {
+inline void append(Message& s, signed char v) {
   s += static_cast<char>(v);
 }
-inline void append(std::string& s, unsigned char v) {
+inline void append(Message& s, unsigned char v) {
   s += static_cast<char>(v);
 }
-inline void append(std::string& s, bool v) {
+inline void append(Message& s, bool v) {
   s += v ? '1' : '0';
 }
-inline void append(std::string& s, short v) {
+inline void append(Message& s, short v) {
   append_printf(s, "%hd", v);
 }
-inline void append(std::string& s, unsigned short v) {
+inline void append(Message& s, unsigned short v) {
   append_printf(s, "%hu", v);
 }
-inline void append(std::string& s, int v) {
+inline void append(Message& s, int v) {
   append_printf(s, "%d", v);
 }
-inline void append(std::string& s, unsigned v) {
+inline void append(Message& s, unsigned v) {
   append_printf(s, "%u", v);
 }
-inline void append(std::string& s, long v) {
+inline void append(Message& s, long v) {
   append_printf(s, "%ld", v);
 }
-inline void append(std::string& s, unsigned long v) {
+inline void append(Message& s, unsigned long v) {
   append_printf(s, "%lu", v);
 }
-inline void append(std::string& s, long long v) {
+inline void append(Message& s, long long v) {
   append_printf(s, "%lld", v);
 }
-inline void append(std::string& s, unsigned long long v) {
+inline void append(Message& s, unsigned long long v) {
   append_printf(s, "%llu", v);
 }
-inline void append(std::string& s, float v) {
+inline void append(Message& s, float v) {
   append_printf(s, "%.*g", 6, static_cast<double>(v));
 }
-inline void append(std::string& s, double v) {
+inline void append(Message& s, double v) {
   append_printf(s, "%.*g", 6, v);
 }
-inline void append(std::string& s, long double v) {
+inline void append(Message& s, long double v) {
   append_printf(s, "%.*Lg", 6, v);
 }
-inline void append(std::string& s, c10::ScalarType v) {
+inline void append(Message& s, c10::ScalarType v) {
   s += c10::toString(v);
 }
-inline void append(std::string& s, caffe2::TypeMeta v) {
+inline void append(Message& s, caffe2::TypeMeta v) {
   s += v.name();
 }
-inline void append(std::string& s, const c10::Device& d) {
+inline void append(Message& s, const c10::Device& d) {
   s += d.is_cuda() ? "cuda" : "cpu";
   if (d.has_index()) {
     s += ':';
@@ -546,7 +600,7 @@ inline void append(std::string& s, const c10::Device& d) {
   }
 }
 template <typename T>
-void append(std::string& s, c10::ArrayRef<T> a) {
+void append(Message& s, c10::ArrayRef<T> a) {
   s += '[';
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (i) s += ", ";
@@ -554,21 +608,24 @@ void append(std::string& s, c10::ArrayRef<T> a) {
   }
   s += ']';
 }
-inline std::string str() {
+inline Message str() {
   return {};
 }
 template <typename... Args>
-std::string str(const Args&... args) {
-  std::string s;
+Message str(const Args&... args) {
+  Message s;
   (append(s, args), ...);
   return s;
 }
 // TORCH_CHECK's message when the caller gave none.
-inline std::string check_message(const char* cond, const std::string& msg) {
+inline Message check_message(const char* cond, Message msg) {
   if (!msg.empty()) return msg;
-  return std::string("Expected ") + cond +
-         " to be true, but got false.  (Could this error message be improved?  If so, please report an "
-         "enhancement request to PyTorch.)";
+  Message s;
+  s += "Expected ";
+  s += cond;
+  s += " to be true, but got false.  (Could this error message be improved?  If so, please report an "
+       "enhancement request to PyTorch.)";
+  return s;
 }
 }  // namespace mooreeval_lean
 
