@@ -249,14 +249,23 @@ TEST_F(Fleet, JobThatKeepsKillingWorkersBecomesInfraError) {
   max_deliveries_ = 1;  // the first reclaim already exceeds it
   start_server();
   start_worker("victim");
+  // The poison must hold the worker until the kill: a candidate that spins forever keeps
+  // the job "running" (build, then a run bounded only by --max-run-seconds). A candidate
+  // decided in milliseconds (no_kernel.py, as this test once used) can finish between two
+  // polls on a loaded machine, and then no worker is ever killed.
   auto r = api_->post(
-      "/v1/jobs", text_job("poison", read_file(kSource / "tests/fixtures/candidates/no_kernel.py").value()));
+      "/v1/jobs",
+      text_job("poison", read_file(kSource / "tests/fixtures/candidates/infinite_loop_cpu.py").value()));
   ASSERT_EQ(r.status, 202) << r.raw;
   const std::string id = r.body["job_id"];
+  std::string state;
   const auto end = std::chrono::steady_clock::now() + 60s;
-  while (api_->get("/v1/jobs/" + id).body.value("state", "") != "running" &&
-         std::chrono::steady_clock::now() < end)
+  while (std::chrono::steady_clock::now() < end) {
+    state = api_->get("/v1/jobs/" + id).body.value("state", "");
+    if (state == "running" || state == "done") break;
     std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_EQ(state, "running") << "the poison job must be running when its worker is killed";
   workers_.at("victim")->kill(SIGKILL);
   start_worker("heir");
   json job;
