@@ -2,7 +2,6 @@
 // broken CUDA candidates. Skips (with the reason) where torch sees no GPU.
 #include <gtest/gtest.h>
 
-#include "support/build_path_compare.h"
 #include "support/eval_env.h"
 
 namespace musacoder::testing {
@@ -63,20 +62,6 @@ TEST_P(CudaBroken, GetsItsVerdictClass) {
 
 INSTANTIATE_TEST_SUITE_P(Corpus, CudaBroken, ::testing::ValuesIn(broken_cases("cuda")),
                          [](const auto& info) { return param_name(info.param.file); });
-
-// The lean build path gives the verdicts of load_inline's full build on the GPU.
-class CudaLeanMatchesFull : public ::testing::TestWithParam<PathCase> {};
-
-TEST_P(CudaLeanMatchesFull, SameVerdict) {
-  SKIP_WITHOUT_GPU();
-  expect_same_verdict_both_paths(build::Backend::kCuda, GetParam());
-}
-
-INSTANTIATE_TEST_SUITE_P(Cuda, CudaLeanMatchesFull,
-                         ::testing::ValuesIn(path_cases("cuda", {"elementwise/add", "activation/gelu", "reduction/sum_dim",
-                                                                 "norm/layernorm", "matmul/matmul", "conv/conv2d",
-                                                                 "fusion/linear_relu"})),
-                         path_case_name);
 
 }  // namespace
 }  // namespace musacoder::testing

@@ -2,7 +2,8 @@
 # Runs on the GPU machine (see docs/benchmarks.md): builds the project against the carried
 # Debian -dev packages, then runs the steps named in STEPS (default "launch suite"):
 #   launch  the embedded launch job on the cuda backend (every CUDA solution + broken candidate)
-#   suite   the gpu-labelled test suite (ctest -L gpu; CTEST_REGEX narrows it)
+#   suite   the gpu-labelled test suite (ctest -L gpu; CTEST_LABEL="gpu|equivalence" adds the
+#           heavy cpu comparisons, CTEST_REGEX narrows it)
 #   bench   bench/compile_throughput (KernelBench-style load_inline vs MooreEval)
 #   model   the model's bf16 parity test and tokens/s (tests/gpu/model)
 # Usage there:  source .devdeps/unpack && STEPS="suite bench" bash tests/gpu/run_on_device.sh
@@ -25,7 +26,7 @@ if ! cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMUSACOD
   cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMUSACODER_WERROR=OFF \
     -DMUSACODER_WITH_TORCH=OFF >"$OUT/cmake-notorch.log" 2>&1 || { tail -50 "$OUT/cmake-notorch.log"; exit 1; }
 fi
-targets="mooreeval gpu_tests"
+targets="mooreeval gpu_tests gpu_build_path_tests build_path_equivalence_tests"
 case " $STEPS " in *" model "*) targets="$targets model_gpu_tests" ;; esac
 ninja -C "$BUILD" -j16 ${TARGETS:-$targets} >"$OUT/build.log" 2>&1 || { grep -E "error" -A3 "$OUT/build.log" | head -60; exit 1; }
 left() { echo $(( ${BUDGET_SECONDS:-570} - SECONDS )); }
@@ -38,11 +39,12 @@ for step in $STEPS; do
       echo "launch exit code: $?"
       tail -60 "$OUT/launch_cuda.txt" ;;
     suite)
-      timeout "$(left)" ctest --test-dir "$BUILD" -L gpu ${CTEST_REGEX:+-R "$CTEST_REGEX"} -j"${CTEST_JOBS:-4}" \
+      timeout "$(left)" ctest --test-dir "$BUILD" -L "${CTEST_LABEL:-gpu}" ${CTEST_REGEX:+-R "$CTEST_REGEX"} -j"${CTEST_JOBS:-4}" \
         --output-on-failure >"$OUT/ctest_gpu.log" 2>&1
       echo "ctest exit code: $?"
       grep -E "tests passed|tests failed|Failed|\*\*\*" "$OUT/ctest_gpu.log" | tail -30
-      grep -h "GPU_RESULT" "$OUT/ctest_gpu.log" | sort -u > "$OUT/gpu_results.txt" ;;
+      grep -h "GPU_RESULT" "$OUT/ctest_gpu.log" | sort -u > "$OUT/gpu_results.txt"
+      grep -h "^PATHS" "$OUT/ctest_gpu.log" > "$OUT/paths.txt"; tail -3 "$OUT/paths.txt" ;;
     bench)
       # One sandboxed CUDA evaluation first: if the sandbox cannot run CUDA candidates here, say
       # so and measure without it (BENCH_SANDBOX=on|off|auto forces the mode).

@@ -1,67 +1,154 @@
-// The same candidate evaluated by the lean and the full build path must get the same
-// verdict: shared by the integration (cpu) and gpu suites.
+// The same candidate evaluated by the lean (fast) and the full build path must get the same
+// verdict and reward: shared by the integration (cpu), equivalence (cpu, every candidate) and
+// gpu (cuda, every candidate) suites.
+//
+// Both paths evaluate the whole set as one batch each (one Evaluator per path, so the probe,
+// zygotes, warm runners and the lean shim are set up once, not once per case): lean first,
+// then full. Every case is compared on its verdict class, compile and correctness facts, the
+// reward's parts other than speed, whether it earned a performance part, and (when illegal)
+// the legality rules found.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iostream>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "eval/batch.h"
+#include "support/adversarial.h"
 #include "support/eval_env.h"
 
 namespace musacoder::testing {
 
 struct PathCase {
-  std::string task, file;  // file relative to the source tree
+  std::string task, file;      // file relative to the source tree
+  bool needs_sandbox = false;  // adversarial cases only the sandbox can stop
+  bool solution = false;       // a bundled reference solution: the fast path must take it
 };
 
-// Solutions across the categories, and every broken candidate of the corpus whose verdict
-// is decided at or after the build (so both paths really build it).
-inline std::vector<PathCase> path_cases(const std::string& backend,
-                                        const std::vector<std::string>& solutions) {
+inline std::vector<PathCase> solution_cases(const std::string& backend, const std::vector<std::string>& ids) {
   std::vector<PathCase> out;
-  for (const auto& id : solutions) out.push_back({id, "solutions/" + backend + "/" + id + ".py"});
-  for (const auto& b : broken_cases(backend)) {
-    if (b.expected == "format_error" || b.expected == "illegal" || b.expected == "timeout") continue;
-    out.push_back({b.task, "tests/fixtures/candidates/" + b.file});
-  }
+  for (const auto& id : ids) out.push_back({id, "solutions/" + backend + "/" + id + ".py", false, true});
   return out;
 }
 
-inline std::string path_case_name(const ::testing::TestParamInfo<PathCase>& info) {
-  return param_name(info.param.file.substr(info.param.file.find_last_of('/') + 1) + "_" + info.param.task);
+// Every bundled solution of the backend (the benchmark's set: bench/compile_throughput adds
+// only renamed copies of them), every broken candidate and every adversarial case.
+inline std::vector<PathCase> every_candidate(const std::string& backend) {
+  std::vector<PathCase> out = solution_cases(backend, bundled_task_ids());
+  std::erase_if(out, [](const PathCase& c) { return !std::filesystem::exists(kSourceDir / c.file); });
+  for (const auto& b : broken_cases(backend)) out.push_back({b.task, "tests/fixtures/candidates/" + b.file});
+  for (const auto& a : adversarial_cases(backend))
+    out.push_back({a.task, "tests/adversarial/" + a.file, a.needs_sandbox});
+  return out;
 }
 
-// Evaluates `c` both ways; the verdict class, compile and correctness (and so the reward's
-// parts other than speed) must agree, and both must report the path they were asked for.
-inline void expect_same_verdict_both_paths(build::Backend backend, const PathCase& c) {
-  auto lean_options = test_options(backend);
-  lean_options.build_path = build::BuildPath::kAuto;  // lean where it compiles (compile errors: full)
-  auto full_options = test_options(backend);
+// Concurrent evaluations for a batch: one per core, at most 16.
+inline int path_workers() {
+  return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 2u, 16u));
+}
+
+inline std::set<std::string> rules_found(const eval::Verdict& v) {
+  std::set<std::string> rules;
+  for (const auto& f : v.legality) rules.insert(f.rule);
+  return rules;
+}
+
+inline std::string rule_list(const std::set<std::string>& rules) {
+  std::string s;
+  for (const auto& r : rules) s += (s.empty() ? "" : ",") + r;
+  return s;
+}
+
+// Evaluates `cases` by both paths and expects them to agree on every case. Prints one
+// "PATHS" line per case (verdicts, build paths, seconds) so a run documents itself.
+inline void expect_paths_agree(build::Backend backend, std::vector<PathCase> cases,
+                               int workers = path_workers()) {
+  auto options = test_options(backend);
+  options.max_run = std::chrono::seconds(60);  // the spinning cases time out after this
+  options.workers = workers;
+  const bool any_needs_sandbox =
+      std::any_of(cases.begin(), cases.end(), [](const PathCase& c) { return c.needs_sandbox; });
+  if (any_needs_sandbox && sandbox_present()) {
+    options.sandbox.mode = sandbox::SandboxMode::kOn;  // never run those cases unconfined
+  } else if (any_needs_sandbox) {
+    std::erase_if(cases, [](const PathCase& c) {
+      if (c.needs_sandbox)
+        std::cout << "PATHS skipped " << c.file << ": only the per-job sandbox can stop it, and it is not in this build\n";
+      return c.needs_sandbox;
+    });
+  }
+  ASSERT_FALSE(cases.empty());
+
+  std::vector<eval::BatchJob> jobs;
+  for (const auto& c : cases) {
+    auto task = task::resolve_task(c.task, kSourceDir / "tasks");
+    ASSERT_TRUE(task.ok()) << c.file << ": " << task.status().message();
+    jobs.push_back({*task, kSourceDir / c.file, c.file});
+  }
+  auto lean_options = options;
+  lean_options.build_path = build::BuildPath::kAuto;  // lean where it compiles, else full
+  auto full_options = options;
   full_options.build_path = build::BuildPath::kFull;
-  eval::Evaluator lean(lean_options), full(full_options);
-  const eval::Verdict a = evaluate_file(lean, c.task, kSourceDir / c.file);
-  const eval::Verdict b = evaluate_file(full, c.task, kSourceDir / c.file);
-  // Two infrastructure failures would "agree" without saying anything about the paths.
-  ASSERT_NE(a.verdict, eval::VerdictClass::kInfraError) << a.message << "\n" << a.log;
-  ASSERT_NE(b.verdict, eval::VerdictClass::kInfraError) << b.message << "\n" << b.log;
-  EXPECT_EQ(eval::verdict_name(a.verdict), eval::verdict_name(b.verdict))
-      << "lean: " << a.message << "\nfull: " << b.message << "\nlean log: " << a.log;
-  EXPECT_EQ(a.compiled, b.compiled);
-  EXPECT_EQ(a.passed, b.passed);
-  EXPECT_EQ(a.trials, b.trials);
-  EXPECT_DOUBLE_EQ(a.reward.compile_part, b.reward.compile_part);
-  EXPECT_DOUBLE_EQ(a.reward.correctness_part, b.reward.correctness_part);
-  EXPECT_EQ(a.reward.performance_part > 0, b.reward.performance_part > 0);
-  if (b.compiled) {
-    EXPECT_EQ(b.build_path, "full");
-    EXPECT_EQ(a.build_path, "lean") << a.log;
+  std::vector<eval::Verdict> lean, full;
+  {
+    eval::Evaluator ev(lean_options);
+    lean = eval::run_batch(ev, jobs, workers);
   }
-  // Timing noise aside, the lean shim adds no measurable host overhead to a kernel call.
-  if (a.speedup && b.speedup) {
-    std::cout << "GPU_RESULT lean_vs_full " << c.task << " " << c.file << " speedup lean " << *a.speedup
-              << " full " << *b.speedup << "\n";
+  {
+    eval::Evaluator ev(full_options);
+    full = eval::run_batch(ev, jobs, workers);
   }
+  ASSERT_EQ(lean.size(), cases.size());
+  ASSERT_EQ(full.size(), cases.size());
+
+  int fell_back = 0;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const auto& c = cases[i];
+    const eval::Verdict& a = lean[i];
+    const eval::Verdict& b = full[i];
+    SCOPED_TRACE(c.file + " on " + c.task);
+    std::cout << "PATHS " << c.file << " " << c.task << " lean " << eval::verdict_name(a.verdict) << "/"
+              << (a.build_path.empty() ? "-" : a.build_path) << " " << a.seconds.total << " s, full "
+              << eval::verdict_name(b.verdict) << "/" << (b.build_path.empty() ? "-" : b.build_path) << " "
+              << b.seconds.total << " s";
+    // Timing noise aside, the lean shim adds no measurable host overhead to a kernel call.
+    if (a.speedup && b.speedup) std::cout << ", speedup lean " << *a.speedup << " full " << *b.speedup;
+    std::cout << "\n";
+    // Two infrastructure failures would "agree" without saying anything about the paths.
+    if (a.verdict == eval::VerdictClass::kInfraError || b.verdict == eval::VerdictClass::kInfraError) {
+      ADD_FAILURE() << "infra_error: lean: " << a.message << "\nfull: " << b.message << "\nlean log: " << a.log
+                    << "\nfull log: " << b.log;
+      continue;
+    }
+    EXPECT_EQ(eval::verdict_name(a.verdict), eval::verdict_name(b.verdict))
+        << "lean: " << a.message << "\nfull: " << b.message << "\nlean log: " << a.log << "\nfull log: " << b.log;
+    EXPECT_EQ(a.stage, b.stage) << "lean: " << a.message << "\nfull: " << b.message;
+    EXPECT_EQ(a.compiled, b.compiled);
+    EXPECT_EQ(a.passed, b.passed);
+    EXPECT_EQ(a.trials, b.trials);
+    EXPECT_DOUBLE_EQ(a.reward.compile_part, b.reward.compile_part);
+    EXPECT_DOUBLE_EQ(a.reward.correctness_part, b.reward.correctness_part);
+    EXPECT_EQ(a.reward.performance_part > 0, b.reward.performance_part > 0);
+    if (a.verdict == eval::VerdictClass::kIllegal) {
+      EXPECT_EQ(rule_list(rules_found(a)), rule_list(rules_found(b))) << "lean: " << a.message << "\nfull: " << b.message;
+    }
+    if (b.compiled) {
+      EXPECT_EQ(b.build_path, "full");
+      EXPECT_TRUE(a.build_path == "lean" || a.build_path == "full" || a.build_path == "mixed") << a.build_path;
+      if (a.build_path != "lean") ++fell_back;
+      // The set the fast path exists for: every bundled solution must take it.
+      if (c.solution) {
+        EXPECT_EQ(a.build_path, "lean") << a.log;
+      }
+    }
+  }
+  std::cout << "PATHS " << cases.size() << " candidates compared, " << fell_back
+            << " built (wholly or partly) by the full path on both sides: the lean path could not compile them\n";
 }
 
 }  // namespace musacoder::testing

@@ -1,0 +1,28 @@
+// Every candidate on the cuda backend — each bundled CUDA solution (the benchmark's set),
+// each broken candidate, each adversarial case — gets the same verdict and reward by the
+// lean and the full build path. Skips (with the reason) where torch sees no GPU.
+#include <gtest/gtest.h>
+
+#include "support/build_path_compare.h"
+
+namespace musacoder::testing {
+namespace {
+
+// "" when the cuda backend is usable, else why not. Checks the device node first, so a
+// CPU-only machine skips without starting Python.
+std::string gpu_unavailable_reason() {
+  if (!std::filesystem::exists("/dev/nvidiactl")) return "no NVIDIA device (/dev/nvidiactl missing)";
+  eval::Evaluator probe(test_options(build::Backend::kCuda));
+  Status ready = probe.prepare();
+  return ready.ok() ? "" : ready.message();
+}
+
+TEST(BuildPaths, CudaEveryCandidateAgrees) {
+  if (auto why = gpu_unavailable_reason(); !why.empty()) GTEST_SKIP() << "skipped: " << why;
+  const auto cases = every_candidate("cuda");
+  ASSERT_GE(cases.size(), 45u);
+  expect_paths_agree(build::Backend::kCuda, cases);
+}
+
+}  // namespace
+}  // namespace musacoder::testing
