@@ -86,7 +86,11 @@ def cmd_check(args):
     for i in range(len([k for k in ref if k.startswith("ids_")])):
         got = logits_of(saved, ref[f"ids_{i}"])
         worst = max(worst, (got - ref[f"logits_{i}"]).abs().max().item())
-    if worst != 0.0:
+    # The tensors are compared bit for bit above; the logits check the config we wrote (tied
+    # embeddings, RoPE scaling, norms), whose mistakes move logits by far more than 1e-5. Not
+    # exactly 0: the reference logits come from another process, and oneDNN/MKL may take
+    # another kernel for differently aligned buffers (seen: 3.6e-7 on a loaded 2-core machine).
+    if worst > 1e-5:
         bad.append(f"reloaded logits differ from the original checkpoint's: max abs {worst:g}")
     print(json.dumps({"case": args.case, "max_abs": worst, "problems": bad}))
     return 1 if bad else 0
