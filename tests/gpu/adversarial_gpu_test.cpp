@@ -30,11 +30,7 @@ eval::Evaluator& short_deadline_evaluator() {
 }
 
 const std::string& gpu_unavailable_reason() {
-  static const std::string reason = []() -> std::string {
-    if (!std::filesystem::exists("/dev/nvidiactl")) return "no NVIDIA device (/dev/nvidiactl missing)";
-    Status ready = cuda_evaluator().prepare();
-    return ready.ok() ? "" : ready.message();
-  }();
+  static const std::string reason = cuda_unavailable_reason(cuda_evaluator());
   return reason;
 }
 

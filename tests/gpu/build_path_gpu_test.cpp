@@ -8,17 +8,9 @@
 namespace musacoder::testing {
 namespace {
 
-// "" when the cuda backend is usable, else why not. Checks the device node first, so a
-// CPU-only machine skips without starting Python.
-std::string gpu_unavailable_reason() {
-  if (!std::filesystem::exists("/dev/nvidiactl")) return "no NVIDIA device (/dev/nvidiactl missing)";
-  eval::Evaluator probe(test_options(build::Backend::kCuda));
-  Status ready = probe.prepare();
-  return ready.ok() ? "" : ready.message();
-}
-
 TEST(BuildPaths, CudaEveryCandidateAgrees) {
-  if (auto why = gpu_unavailable_reason(); !why.empty()) GTEST_SKIP() << "skipped: " << why;
+  eval::Evaluator probe(test_options(build::Backend::kCuda));
+  if (auto why = cuda_unavailable_reason(probe); !why.empty()) GTEST_SKIP() << "skipped: " << why;
   const auto cases = every_candidate("cuda");
   ASSERT_GE(cases.size(), 45u);
   expect_paths_agree(build::Backend::kCuda, cases);

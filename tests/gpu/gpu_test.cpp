@@ -17,24 +17,14 @@ eval::Evaluator& cuda_evaluator() {
   return ev;
 }
 
-// The cases expected to hang get a short --max-run-seconds (test_options' 120 s otherwise).
 eval::Evaluator& short_deadline_evaluator() {
-  static eval::Evaluator ev([] {
-    auto o = test_options(build::Backend::kCuda);
-    o.max_run = std::chrono::seconds(20);
-    return o;
-  }());
+  static eval::Evaluator ev(short_deadline_options(build::Backend::kCuda));
   return ev;
 }
 
-// "" when the cuda backend is usable, else why not. Checks the device node first, so a
-// CPU-only machine skips without starting Python.
+// "" when the cuda backend is usable, else why not (decided once per process).
 const std::string& gpu_unavailable_reason() {
-  static const std::string reason = []() -> std::string {
-    if (!std::filesystem::exists("/dev/nvidiactl")) return "no NVIDIA device (/dev/nvidiactl missing)";
-    Status ready = cuda_evaluator().prepare();
-    return ready.ok() ? "" : ready.message();
-  }();
+  static const std::string reason = cuda_unavailable_reason(cuda_evaluator());
   return reason;
 }
 

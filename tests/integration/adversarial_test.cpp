@@ -29,13 +29,8 @@ eval::Evaluator& cpu_evaluator() {
   return ev;
 }
 
-// A hang is a timeout after --max-run-seconds; keep that short here.
 eval::Evaluator& short_deadline_evaluator() {
-  static eval::Evaluator ev([] {
-    auto o = adversarial_options();
-    o.max_run = std::chrono::seconds(20);
-    return o;
-  }());
+  static eval::Evaluator ev(short_deadline_options(build::Backend::kCpu));
   return ev;
 }
 

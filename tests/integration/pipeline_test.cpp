@@ -12,14 +12,8 @@ eval::Evaluator& cpu_evaluator() {
   return ev;
 }
 
-// A hang is a timeout after --max-run-seconds: the cases expected to hang get a short one
-// (test_options' 120 s would hold a CI core for two minutes).
 eval::Evaluator& short_deadline_evaluator() {
-  static eval::Evaluator ev([] {
-    auto o = test_options(build::Backend::kCpu);
-    o.max_run = std::chrono::seconds(20);
-    return o;
-  }());
+  static eval::Evaluator ev(short_deadline_options(build::Backend::kCpu));
   return ev;
 }
 

@@ -58,12 +58,6 @@ inline std::set<std::string> rules_found(const eval::Verdict& v) {
   return rules;
 }
 
-inline std::string rule_list(const std::set<std::string>& rules) {
-  std::string s;
-  for (const auto& r : rules) s += (s.empty() ? "" : ",") + r;
-  return s;
-}
-
 // Evaluates `cases` by both paths and expects them to agree on every case. Prints one
 // "PATHS" line per case (verdicts, build paths, seconds) so a run documents itself.
 inline void expect_paths_agree(build::Backend backend, std::vector<PathCase> cases,
@@ -135,7 +129,7 @@ inline void expect_paths_agree(build::Backend backend, std::vector<PathCase> cas
     EXPECT_DOUBLE_EQ(a.reward.correctness_part, b.reward.correctness_part);
     EXPECT_EQ(a.reward.performance_part > 0, b.reward.performance_part > 0);
     if (a.verdict == eval::VerdictClass::kIllegal) {
-      EXPECT_EQ(rule_list(rules_found(a)), rule_list(rules_found(b))) << "lean: " << a.message << "\nfull: " << b.message;
+      EXPECT_EQ(rules_found(a), rules_found(b)) << "lean: " << a.message << "\nfull: " << b.message;
     }
     if (b.compiled) {
       EXPECT_EQ(b.build_path, "full");

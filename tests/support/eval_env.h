@@ -30,6 +30,23 @@ inline eval::EvalOptions test_options(build::Backend backend) {
   return o;
 }
 
+// For the cases expected to hang: a hang is a timeout after --max-run-seconds, and
+// test_options' 120 s would hold a core that long.
+inline eval::EvalOptions short_deadline_options(build::Backend backend,
+                                                std::chrono::seconds max_run = std::chrono::seconds(20)) {
+  auto o = test_options(backend);
+  o.max_run = max_run;
+  return o;
+}
+
+// "" when `ev` (a cuda evaluator) can run, else why not. Checks the device node first, so a
+// CPU-only machine skips without starting Python.
+inline std::string cuda_unavailable_reason(eval::Evaluator& ev) {
+  if (!std::filesystem::exists("/dev/nvidiactl")) return "no NVIDIA device (/dev/nvidiactl missing)";
+  Status ready = ev.prepare();
+  return ready.ok() ? "" : ready.message();
+}
+
 inline std::vector<std::string> bundled_task_ids() {
   std::vector<std::string> ids;
   auto suite = task::load_suite(kSourceDir / "tasks");
