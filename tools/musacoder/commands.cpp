@@ -1,0 +1,11 @@
+#include "commands.h"
+
+namespace musacoder::tool {
+
+std::vector<Command> add_all_commands(CLI::App& app) {
+  std::vector<Command> commands;
+  commands.push_back(add_tokenize_command(app));
+  return commands;
+}
+
+}  // namespace musacoder::tool

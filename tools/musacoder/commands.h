@@ -1,0 +1,15 @@
+// The list of musacoder subcommands: one declaration and one line in commands.cpp per command.
+#pragma once
+
+#include <vector>
+
+#include "command.h"
+
+namespace musacoder::tool {
+
+Command add_tokenize_command(CLI::App& app);
+
+// Adds every subcommand to the app, in the order `musacoder --help` lists them.
+std::vector<Command> add_all_commands(CLI::App& app);
+
+}  // namespace musacoder::tool
