@@ -13,7 +13,7 @@ import traceback
 
 from . import phase
 from .guards import BusyThreadProbe, CallWatch, ExtensionCalls, HarnessSnapshot, clone_tensors, tensors_equal
-from .loading import CandidateError, load_module_from_path, prebuilt_load_inline
+from .loading import CandidateError, load_instrumented_module, load_module_from_path, prebuilt_load_inline
 from .tensors import flatten_outputs, write_outputs
 from .timing import benchmark, wall_clock_batch
 
@@ -282,7 +282,7 @@ def _consistency_calls(model, task, job, device, watch, timed_output, before_pro
         work_dir = os.path.dirname(job["outputs_path"])
         profiled_inputs = _make_inputs(task, seeds[0], device)
         out, profile = profile_call(lambda: watched(profiled_inputs, "profiled call"), device, work_dir,
-                                    list(job.get("kernel_names", [])))
+                                    list(job.get("kernel_names", [])), float(job.get("min_own_kernel_share", 0.0)))
         record("profiled_call", out, "check", 0)
         clock.lap("profile")
     return outputs, labels, profile
@@ -324,13 +324,16 @@ def run_candidate(job):
     result = {"status": "ok", "timing": None, "seconds": clock.laps}
     try:
         with prebuilt_load_inline(job["extensions"], extension_calls.wrap):
-            module = load_module_from_path(job["candidate_path"], "mooreeval_candidate")
+            module, blocks = load_instrumented_module(job["candidate_path"], "mooreeval_candidate",
+                                                      job.get("fallback_blocks", []))
+            watch.blocks = blocks
             torch.manual_seed(job["init_seed"])
             model = module.ModelNew(*_to_device(list(task.get_init_inputs()), device))
             if isinstance(model, torch.nn.Module):
                 model = model.to(device).eval()
         clock.lap("load")
         phase.mark("candidate_running")
+        blocks.phase = "trial"
         trials, mutated = _run_trials(model, task, job, device, watch)
         result["inputs_mutated"] = mutated >= 0
         if mutated >= 0:
@@ -352,9 +355,11 @@ def run_candidate(job):
         if answer == "bench":
             clock.lap("waiting")
             phase.mark("candidate_timing")
+            blocks.phase = "timed"
             result["timing"], timed_output = _timed(model, task, job, device)
             clock.lap("timing")
             phase.mark("candidate_checking")
+            blocks.phase = "check"
             outputs, labels, profile = _consistency_calls(model, task, job, device, watch, timed_output,
                                                           lambda: _check_snapshot(watch, snapshot), clock)
             if job.get("checks_path"):
@@ -366,6 +371,7 @@ def run_candidate(job):
                 for rule, message in profile["findings"].items():
                     watch.findings.setdefault(rule, message)
             _finish_findings(result, watch)
+            blocks.phase = "recheck"
             _after_timing(model, task, job, device, result)
     except CandidateError as e:
         return {"status": e.verdict, "message": str(e)}
@@ -387,6 +393,10 @@ def _check_snapshot(watch, snapshot):
 
 
 def _finish_findings(result, watch):
+    blocks = getattr(watch, "blocks", None)
+    if blocks is not None:
+        for rule, message in blocks.findings().items():
+            watch.findings.setdefault(rule, message)
     result["torch_ops"] = dict(watch.ops)
     result["findings"] = [{"rule": rule, "message": message, "line": 0} for rule, message in watch.findings.items()]
 

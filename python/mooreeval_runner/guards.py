@@ -107,6 +107,7 @@ class CallWatch:
         self._extension_calls = extension_calls
         self.findings = {}
         self.calls = 0
+        self.blocks = None  # fallback.BlockHits of the instrumented candidate, once loaded
 
     def warm_up(self):
         """Enters the dispatch mode once: the first entry imports torch._dynamo, which wraps

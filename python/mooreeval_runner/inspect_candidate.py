@@ -3,62 +3,107 @@
 1. Parse (a SyntaxError is a format error; nothing of the candidate runs yet).
 2. Static findings from the AST for the legality stage (static_rules.py; the C++ side decides
    the verdict). A candidate with findings stops here: it is never executed.
-3. Execute the module (and construct ModelNew) with load_inline recording its arguments,
-   so that the C++ build stage knows what to compile.
+3. Execute the module (and construct ModelNew) with load_inline recording its arguments, so that
+   the C++ build stage knows what to compile. The module sees the target backend's device
+   (target_device.py: on cuda, device queries answer as a GPU would and device moves stay on the
+   host), so a build under `if torch.cuda.is_available():` or a `.cuda()` in __init__ inspects as
+   it will run. A candidate that builds lazily (in forward, an autograd.Function, a helper) is
+   found by one forward call on meta tensors that stops at the first use of a pending extension.
+
+Job settings (all optional): "device_type" (cpu | cuda: the target backend), "allowed_torch_ops"
+(the aten ops a forward may dispatch: the run-time allowlist, so that both checks agree) and
+"forbid_fallback_code" (fallback.py).
 """
 import ast
 import traceback
 
-from . import phase
+from . import fallback, phase
 from .loading import CandidateError, load_module_from_path, recording_load_inline
 from .static_rules import dotted as _dotted
 from .static_rules import finding as _finding
 from .static_rules import forward_findings, module_findings
+from .target_device import meta_inputs, target_device
 
-# Reaching any of these names from ModelNew.forward means the candidate falls back to
-# PyTorch compute instead of its own kernel (torch.* attributes outside the allowlist).
 TORCH_NAMESPACES = ("torch", "F", "nn", "functional")
-TORCH_ALLOWED_IN_FORWARD = {
-    "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full",
-    "full_like", "tensor", "as_tensor", "is_tensor", "Size", "device", "no_grad", "inference_mode",
-    "float32", "float16", "bfloat16", "float64", "int32", "int64", "bool", "uint8", "contiguous_format",
-    "cuda", "cpu",
+# The run-time allowlist's default (legality::LegalityOptions::default_allowed_ops); the job sends the
+# one in force.
+DEFAULT_ALLOWED_OPS = {
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "zero_",
+    "ones", "ones_like", "full", "full_like", "fill_", "new_zeros", "new_ones", "new_full", "scalar_tensor",
+    "lift_fresh", "view", "_unsafe_view", "reshape", "as_strided", "expand", "permute", "transpose", "t",
+    "squeeze", "unsqueeze", "flatten", "unflatten", "select", "slice", "narrow", "split", "split_with_sizes",
+    "chunk", "unbind", "alias", "detach", "view_as", "expand_as", "resize_", "sym_size", "sym_stride",
+    "sym_numel", "sym_storage_offset", "is_contiguous", "_local_scalar_dense", "clone", "copy_", "_to_copy",
+    "contiguous", "to",
 }
+# torch API that is no aten op and computes nothing: tensor construction from data, types, devices,
+# grad modes, and the device-query / synchronisation namespaces.
+NON_COMPUTE_API = {
+    "tensor", "as_tensor", "is_tensor", "is_floating_point", "is_complex", "numel", "Size", "device", "dtype",
+    "no_grad", "inference_mode", "enable_grad", "set_grad_enabled", "is_grad_enabled", "get_default_dtype",
+    "finfo", "iinfo", "float32", "float16", "bfloat16", "float64", "int32", "int64", "int8", "uint8", "bool",
+    "contiguous_format", "channels_last", "autocast", "cuda", "cpu",
+}
+NON_COMPUTE_NAMESPACES = ("cuda", "backends", "amp", "version")
 
 
-def static_findings(tree):
+def is_torch_compute(call, allowed_ops):
+    """True for a call of torch.* / F.* / nn.* that is neither an allowed aten op nor non-compute API."""
+    parts = _dotted(call.func).split(".")
+    if len(parts) < 2 or parts[0] not in TORCH_NAMESPACES:
+        return False
+    if parts[0] == "torch" and parts[1] in NON_COMPUTE_NAMESPACES:
+        return False
+    return parts[-1] not in allowed_ops and parts[-1] not in NON_COMPUTE_API
+
+
+def _forward_def(model_new):
+    return next((n for n in model_new.body if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
+
+
+def _forward_rules(tree, forward, imported, settings):
+    """Findings of forward and the indices of its blocks that hold PyTorch compute (fallback.py)."""
+    allowed = set(settings.get("allowed_torch_ops") or DEFAULT_ALLOWED_OPS)
+    forbid = bool(settings.get("forbid_fallback_code", False))
+    findings = forward_findings(forward, imported)
+    _, placed = fallback.module_blocks(tree)
+    compute_blocks = set()
+    for node, block in placed:
+        if isinstance(node, ast.Name) and node.id == "Model":
+            findings.append(_finding("calls_reference", "forward refers to the reference Model", node))
+        if forbid and (isinstance(node, ast.Try) or type(node).__name__ == "TryStar"):
+            findings.append(_finding("try_fallback", "try/except in forward (fallback path)", node))
+        if isinstance(node, ast.Call) and is_torch_compute(node, allowed):
+            if block is not None and not forbid:
+                compute_blocks.add(block.index)  # dead or not: the run decides
+                continue
+            findings.append(_finding("torch_compute_in_forward",
+                                     "forward calls %s(): PyTorch compute instead of the candidate's kernel%s"
+                                     % (_dotted(node.func), " (in fallback code)" if block is not None else ""),
+                                     node))
+    return findings, sorted(compute_blocks)
+
+
+def static_findings(tree, settings=None):
+    """(ModelNew ClassDef or None, findings, forward blocks holding PyTorch compute)."""
+    settings = settings or {}
     findings, imported = module_findings(tree)
-    model_new = None
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == "ModelNew":
-            model_new = node
+    model_new = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ModelNew"), None)
     calls_load_inline = any(
         isinstance(n, ast.Call) and _dotted(n.func).split(".")[-1] == "load_inline" for n in ast.walk(tree))
     if not calls_load_inline:
         findings.append(_finding("no_kernel", "the candidate never calls load_inline: it builds no kernel", tree))
     if model_new is None:
-        return model_new, findings
+        return model_new, findings, []
     for base in model_new.bases:
         if _dotted(base).split(".")[-1] == "Model":
             findings.append(_finding("subclasses_reference", "ModelNew subclasses the reference Model", base))
-    forward = next((n for n in model_new.body if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
+    forward = _forward_def(model_new)
     if forward is None:
         findings.append(_finding("no_forward", "ModelNew defines no forward()", model_new))
-        return model_new, findings
-    findings.extend(forward_findings(forward, imported))
-    for node in ast.walk(forward):
-        if isinstance(node, ast.Try):
-            findings.append(_finding("try_fallback", "try/except in forward (fallback path)", node))
-        if isinstance(node, ast.Name) and node.id == "Model":
-            findings.append(_finding("calls_reference", "forward refers to the reference Model", node))
-        if isinstance(node, ast.Call):
-            name = _dotted(node.func)
-            parts = name.split(".")
-            if len(parts) >= 2 and parts[0] in TORCH_NAMESPACES and parts[-1] not in TORCH_ALLOWED_IN_FORWARD:
-                findings.append(_finding("torch_compute_in_forward",
-                                         "forward calls %s(): PyTorch compute instead of the candidate's kernel"
-                                         % name, node))
-    return model_new, findings
+        return model_new, findings, []
+    forward_rules, compute_blocks = _forward_rules(tree, forward, imported, settings)
+    return model_new, findings + forward_rules, compute_blocks
 
 
 def run(job):
@@ -79,32 +124,53 @@ def _inspect(job, clock):
     except ValueError as e:  # e.g. null bytes
         return {"status": "format_error", "message": "not Python source: %s" % e}
     clock.lap("parse")
-    model_new, findings = static_findings(tree)
+    model_new, findings, compute_blocks = static_findings(tree, job)
     clock.lap("static")
     if model_new is None:
         return {"status": "format_error", "message": "the candidate defines no class ModelNew"}
-
     if findings:
         # Already illegal: the module is not executed (it may open files or sockets at import).
         return {"status": "ok", "extensions": [], "findings": findings, "executed": False}
-
-    import torch
     task = load_module_from_path(job["task_path"], "mooreeval_task")
     clock.lap("task")
-    specs = []
+    specs, notes = [], []
     try:
-        with recording_load_inline(specs):
-            module = load_module_from_path(path, "mooreeval_candidate")
-            if not hasattr(module, "ModelNew"):
-                return {"status": "format_error", "message": "ModelNew is not defined at module level"}
-            if not specs:
-                # Some candidates build their extension in __init__.
-                torch.manual_seed(0)
-                module.ModelNew(*task.get_init_inputs())
+        with target_device(job.get("device_type", "cpu")), recording_load_inline(specs):
+            _execute(path, task, specs, notes)
     except CandidateError as e:
         return {"status": e.verdict, "message": str(e)}
     except BaseException as e:  # candidate code raised (or called sys.exit) at import time
         return {"status": "runtime_error", "message": "importing the candidate raised %r" % (e,),
                 "traceback": traceback.format_exc()[-4000:]}
     clock.lap("execute")
-    return {"status": "ok", "extensions": specs, "findings": findings, "executed": True}
+    result = {"status": "ok", "extensions": specs, "findings": findings, "executed": True, "notes": notes}
+    if compute_blocks:
+        result["fallback_blocks"] = compute_blocks
+        notes.append("forward has PyTorch compute in conditional blocks (%d): allowed only if the run never "
+                     "enters them" % len(compute_blocks))
+    return result
+
+
+def _execute(path, task, specs, notes):
+    """Imports the candidate; constructs ModelNew when the import built nothing; calls forward on meta
+    inputs when construction built nothing either (a lazy build)."""
+    import torch
+    module = load_module_from_path(path, "mooreeval_candidate")
+    if not hasattr(module, "ModelNew"):
+        raise CandidateError("format_error", "ModelNew is not defined at module level")
+    if specs:
+        return
+    torch.manual_seed(0)
+    model = module.ModelNew(*task.get_init_inputs())
+    if specs:
+        return
+    try:
+        inputs = meta_inputs(task)
+        with torch.no_grad():
+            model(*inputs)
+    except CandidateError:
+        pass  # the forward reached a pending extension: what it built is recorded
+    except Exception as e:  # noqa: BLE001  (meta tensors cannot run everything; only the recording matters)
+        notes.append("the forward probe for a lazy build stopped: %s: %s" % (type(e).__name__, str(e)[:200]))
+    if specs:
+        notes.append("load_inline is first called by forward (a lazy build): built before the run")

@@ -30,6 +30,25 @@ def load_module_from_path(path, prefix):
     return module
 
 
+def load_instrumented_module(path, prefix, compute_blocks):
+    """Executes a candidate file as a fresh module with its conditional blocks instrumented
+    (fallback.py). Returns (module, BlockHits); `compute_blocks` are the indices of forward's blocks
+    that hold PyTorch compute (from the inspection)."""
+    import ast
+    from . import fallback
+    with open(path, "rb") as f:
+        tree = ast.parse(f.read(), filename=path)
+    blocks = fallback.instrument(tree)
+    hits = fallback.BlockHits(blocks, compute_blocks)
+    name = "%s_%d" % (prefix, next(_counter))
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    module.__dict__[fallback.HIT_FUNCTION] = hits
+    sys.modules[name] = module
+    exec(compile(tree, path, "exec"), module.__dict__)  # noqa: S102  (the candidate, in its sandbox)
+    return module, hits
+
+
 def _normalise_sources(sources):
     if sources is None:
         return []

@@ -136,6 +136,8 @@ class _ModuleScan(ast.NodeVisitor):
     def visit_Name(self, node):
         if node.id in ("__builtins__", "__loader__", "__spec__"):
             self._add("reflection", "uses %s (interpreter internals)" % node.id, node)
+        if node.id.startswith("__mooreeval"):
+            self._add("reflection", "uses %s, a name reserved for the harness" % node.id, node)
         self.generic_visit(node)
 
     def _check_target(self, target, node):

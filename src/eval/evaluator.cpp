@@ -109,12 +109,23 @@ void note_runner_seconds(Verdict& v, const std::string& side, const run::RunnerO
   if (json s = run::runner_seconds(o); !s.empty()) v.seconds.runners[side] = std::move(s);
 }
 
+// What the inspection is told besides its files: the target device (so that device queries answer
+// as the run's device would), the run-time op allowlist (so that the static rule agrees with it) and
+// the fallback-code policy. Part of the inspection cache key.
+json inspect_settings(const EvalOptions& options) {
+  return {{"device_type", options.backend == build::Backend::kCpu ? "cpu" : "cuda"},
+          {"allowed_torch_ops", options.legality.allowed_torch_ops},
+          {"forbid_fallback_code", options.legality.forbid_fallback_code}};
+}
+
 // Runs the runner's inspect mode. Returns its result when the candidate was inspected
 // (status "ok"); otherwise the verdict is decided (in `d`) and the result is empty.
 std::optional<json> run_inspection(const EvalOptions& options, const UntrustedJob& job, Draft& d) {
   const double max_run_seconds = options.max_run.count() / 1000.0;
   auto t0 = Clock::now();
-  json inspect_job = {{"candidate_path", job.candidate_path.string()}, {"task_path", job.task_path.string()}};
+  json inspect_job = inspect_settings(options);
+  inspect_job["candidate_path"] = job.candidate_path.string();
+  inspect_job["task_path"] = job.task_path.string();
   auto inspected = run::run_runner(
       job.runner,
       {"inspect", inspect_job, job.dir, options.max_run, {{"CUDA_VISIBLE_DEVICES", ""}}, job.wrapper});
@@ -168,7 +179,7 @@ std::optional<json> inspect_candidate(const EvalOptions& options, const InspectC
   if (cache.enabled()) {
     const auto t0 = Clock::now();
     if (auto task_text = read_file(task_path); task_text.ok()) {
-      key = cache.key(source, *task_text);
+      key = cache.key(source, *task_text + "\n" + inspect_settings(options).dump());
       if (auto hit = cache.lookup(key)) {
         d.v.seconds.inspect = since(t0);
         d.v.inspect_cached = true;
@@ -207,10 +218,14 @@ json EvalOptions::to_json() const {
           {"resident_reference", resident_reference},
           {"cache_max_bytes", cache_max_bytes},
           {"flush_l2", flush_l2},
+          {"stable_malloc", stable_malloc},
           {"reward_scheme", reward::scheme_name(reward.scheme)},
           {"reward_speedup_cap", reward.speedup_cap},
           {"runtime_op_check", legality.check_runtime_ops},
           {"runtime_behaviour_check", legality.check_runtime_behaviour},
+          {"library_import_check", legality.check_library_imports},
+          {"forbid_fallback_code", legality.forbid_fallback_code},
+          {"min_own_kernel_share", legality.min_own_kernel_share},
           {"recheck_speedup_above", legality.recheck_speedup_above},
           {"max_library_bytes", legality.max_library_bytes},
           {"python", runner.python}};
@@ -226,6 +241,9 @@ Evaluator::Evaluator(EvalOptions options)
   seed_state_ =
       options_.seed ? *options_.seed : std::random_device{}() ^ (uint64_t{std::random_device{}()} << 32);
   // Every runner process (zygotes, resident servers, cold runners) inherits runner.extra_env.
+  if (options_.stable_malloc)
+    options_.runner.extra_env.try_emplace(
+        "GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1099511627776");
   if (options_.backend != build::Backend::kCpu && options_.cuda_max_connections > 0)
     options_.runner.extra_env.try_emplace("CUDA_DEVICE_MAX_CONNECTIONS",
                                           std::to_string(options_.cuda_max_connections));
@@ -605,6 +623,16 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
                  {"check_seeds", {next_seed(), next_seed(), next_seed()}},
                  {"recheck_seed", next_seed()},
                  {"recheck_max_bytes", options_.legality.recheck_max_bytes}};
+  // The seeds and the timing method, in every verdict: enough to re-run this evaluation.
+  d.v.config["seeds"] = {{"init", init_seed},
+                         {"trials", trial_seeds},
+                         {"checks", common["check_seeds"]},
+                         {"recheck", common["recheck_seed"]}};
+  d.v.config["timing_method"] =
+      options_.backend == build::Backend::kCpu
+          ? "median of per-call wall-clock times (perf_counter) after warm-up calls"
+          : std::string("median of per-call CUDA event times, device-wide synchronize") +
+                (options_.flush_l2 ? ", L2 flushed before each call" : "");
 
   // The reference: in a resident server once the run slot is ours (its device is set up
   // already), or else a process of its own that starts now, imports torch while we build,
@@ -666,6 +694,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
     job["timing_path"] = (dir / "candidate_timing.json").string();
     job["recheck_path"] = (dir / "candidate_recheck.json").string();
     job["poison_bytes"] = options_.poison_bytes;
+    job["min_own_kernel_share"] = options_.legality.min_own_kernel_share;
     job["poison_host"] = true;
     const fs::path late = place->lease ? place->lease->staged_path("late.json") : dir / "late.json";
     job["late_job_path"] = late.string();
@@ -684,6 +713,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
 
   // 2-3. Inspect (parse, static findings, load_inline specs) and static legality.
   std::vector<build::ExtensionSpec> specs;
+  json fallback_blocks = json::array();  // forward's blocks with PyTorch compute: the run must not enter them
   const ProcessWrapper inspect_wrapper =
       jail.wrapper({sandbox::JobKind::kRunCpu,
                     dirs->inspect,
@@ -699,6 +729,9 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
         },
         d);  // a warm member is free again for the next inspection
     if (!inspected || screen_inspection(options_, *inspected, d, specs)) return finalize(d.v);
+    fallback_blocks = inspected->value("fallback_blocks", json::array());
+    for (const auto& note : inspected->value("notes", json::array()))
+      if (note.is_string()) d.log += "inspect: " + note.get<std::string>() + "\n";
   }
 
   // 4. Build.
@@ -746,8 +779,13 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
       return finalize(d.fail(VerdictClass::kInfraError, "build", "the build could not run: " + built.log));
   }
   d.v.compiled = true;
-  for (const auto& e : built.extensions)
+  for (const auto& e : built.extensions) {
     for (auto& f : legality::check_library_size(e.library, options_.legality)) d.v.legality.push_back(f);
+    // What the library imports decides what it may call (also compute below the Python dispatcher).
+    if (d.v.legality.empty())
+      for (auto& f : legality::check_library_imports(e.library, options_.legality, task.allow_libraries))
+        d.v.legality.push_back(f);
+  }
   if (!d.v.legality.empty())
     return finalize(d.fail(VerdictClass::kIllegal, "legality", legality::describe(d.v.legality)));
 
@@ -768,7 +806,9 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   const fs::path cand_dir = place.dir;
   d.v.config["candidate_runner"] = place.lease ? "warm (sandboxed)" : (cold.warm ? "warm" : "cold");
   {
-    json late = {{"kernel_names", legality::kernel_names(specs)}, {"extensions", json::array()}};
+    json late = {{"kernel_names", legality::kernel_names(specs)},
+                 {"extensions", json::array()},
+                 {"fallback_blocks", fallback_blocks}};
     for (std::size_t i = 0; i < built.extensions.size(); ++i) {
       const auto& e = built.extensions[i];
       // A warm member sees only its own job dir (the lean shim: bound at its start).
@@ -977,6 +1017,9 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
     d.v.message += "; speedup re-measured (" + std::to_string(d.v.speedup_check->event_speedup) +
                    "x by events, " + std::to_string(d.v.speedup_check->recheck_speedup) +
                    "x by wall clock), the smaller kept";
+  if (d.v.speedup_check && d.v.speedup_check->disagreement())
+    d.v.message += "; the two timing methods disagree by more than " +
+                   std::to_string(SpeedupCheck::kTimingDisagreement) + "x: this speedup is not reliable";
   return finalize(d.v);
 }
 

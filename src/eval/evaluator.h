@@ -58,6 +58,11 @@ struct EvalOptions {
   // concurrent multi-stream work would notice (and side streams are illegal anyway).
   int cuda_max_connections = 1;
   bool flush_l2 = true;                               // flush L2 before each timed call (cuda)
+  // Runners start with glibc malloc tuned for repeatable timings (GLIBC_TUNABLES: one fixed mmap
+  // threshold, no heap trimming), so an allocation of a given size costs the same on every call rather
+  // than page-faulting on some: the cause of bimodal per-call times on cpu (docs/benchmarks.md,
+  // reward stability). --no-stable-malloc turns it off.
+  bool stable_malloc = true;
   std::size_t poison_bytes = std::size_t{256} << 20;  // cuda: allocator memory filled with NaN per trial
   int cpu_threads = 0;                                // torch intra-op threads in runners (0: torch default)
   std::optional<uint64_t> seed;                       // fixed seed for reproducible runs; default: fresh

@@ -44,7 +44,8 @@ json speedup_check_json(const std::optional<SpeedupCheck>& c) {
           {"recheck_speedup", c->recheck_speedup},
           {"reference_ms", c->reference_ms},
           {"candidate_ms", c->candidate_ms},
-          {"method", c->method}};
+          {"method", c->method},
+          {"disagreement", c->disagreement()}};
 }
 
 }  // namespace

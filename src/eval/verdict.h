@@ -1,6 +1,8 @@
 // The result of evaluating one candidate (JSON schema: docs/verdict.schema.json).
 #pragma once
 
+#include <algorithm>
+
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -38,6 +40,13 @@ struct SpeedupCheck {
   double recheck_speedup = 0;                 // second method: reference_ms / candidate_ms below
   double reference_ms = 0, candidate_ms = 0;  // mean per call, wall clock over distinct input sets
   std::string method;                         // "wall_clock_batch"
+  // The two methods disagree by more than kTimingDisagreement (either way): the verdict's message says
+  // so and `disagreement` is set, so that a consumer never trusts such a speedup silently.
+  static constexpr double kTimingDisagreement = 2.0;
+  bool disagreement() const {
+    const double lo = std::min(event_speedup, recheck_speedup), hi = std::max(event_speedup, recheck_speedup);
+    return lo > 0 && hi / lo > kTimingDisagreement;
+  }
 };
 
 struct StageSeconds {

@@ -41,6 +41,18 @@ struct LegalityOptions {
   double recheck_speedup_above = 3.0;
   // Memory the re-measurement may spend on distinct input sets (per side).
   std::size_t recheck_max_bytes = std::size_t{1} << 30;
+  // Fallback code (python/mooreeval_runner/fallback.py): by default PyTorch compute inside a
+  // conditional block of forward (an `else` of a device check, an `except` handler) is allowed when
+  // the run never enters the block; true keeps the strict static rule (any torch compute in forward
+  // and any try/except there is illegal before the run) — --forbid-fallback-code.
+  bool forbid_fallback_code = false;
+  // cuda: in the profiled consistency call, the least share of compute-kernel device time (memory
+  // fills and copies excluded) that must run in the candidate's own kernels; below it the call ran
+  // mostly in library kernels (libtorch, cuBLAS, cuDNN) beside a token kernel of its own:
+  // `foreign_kernel_time` (--min-own-kernel-share; 0 turns it off).
+  double min_own_kernel_share = 0.5;
+  // Judge what each built library imports (check_library_imports); --no-import-check disables it.
+  bool check_library_imports = true;
   // Largest mapped size (code + data + bss) of a built extension library.
   std::size_t max_library_bytes = std::size_t{1} << 30;
 
@@ -79,6 +91,14 @@ Result<std::uint64_t> mapped_library_bytes(const std::filesystem::path& library)
 // A finding when a built library maps more than options.max_library_bytes (e.g. a 16 GiB
 // static array); an unreadable library is also a finding.
 std::vector<Finding> check_library_size(const std::filesystem::path& library, const LegalityOptions& options);
+
+// Import-level check of a built extension (library_imports.h, docs/legality.md): its undefined dynamic
+// symbols against the allowlist of non-compute libtorch entry points and options.allowed_torch_ops —
+// aten compute called from C++ (also below the Python dispatch key, where the run-time op check cannot
+// see it), the dispatcher, vendor BLAS/DNN families not in `allowed_libraries`, run-time symbol lookup
+// (dlopen/dlsym) and Python import. Each finding quotes the symbols. An unreadable library is a finding.
+std::vector<Finding> check_library_imports(const std::filesystem::path& library, const LegalityOptions& options,
+                                           const std::vector<std::string>& allowed_libraries);
 
 // Run-time findings the candidate runner reported ({"rule","message","line"} objects).
 // `reference_mutates_inputs`: the reference itself changes its inputs, so the candidate may.

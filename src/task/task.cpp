@@ -45,6 +45,7 @@ Status apply_sidecar(const fs::path& sidecar, TaskSpec& spec) {
     if (j.contains("atol")) spec.atol = j.at("atol").get<double>();
     if (j.contains("dtype")) spec.dtype = j.at("dtype").get<std::string>();
     if (j.contains("description")) spec.description = j.at("description").get<std::string>();
+    if (j.contains("allow_libraries")) spec.allow_libraries = j.at("allow_libraries").get<std::vector<std::string>>();
   } catch (const json::exception& e) {
     return invalid_argument(sidecar.string() + ": " + e.what());
   }

@@ -25,6 +25,9 @@ struct TaskSpec {
   std::optional<double> atol;
   std::string dtype = "float32";  // informational: the dtype of the task's inputs
   std::string description;
+  // Vendor library families a candidate may call for this task ("cublas", "cudnn", "mkl", "blas",
+  // "onednn", ...): sidecar key "allow_libraries". Empty: a candidate computes with its own code only.
+  std::vector<std::string> allow_libraries;
 };
 
 // Trials for a difficulty: 1 -> 8, 2 -> 16, 3 -> 32.

@@ -61,5 +61,25 @@ TEST_P(CudaAdversarial, GetsItsVerdictAndTheNextCandidateStillScoresOk) {
 INSTANTIATE_TEST_SUITE_P(Corpus, CudaAdversarial, ::testing::ValuesIn(adversarial_cases("cuda")),
                          [](const auto& info) { return param_name(info.param.file); });
 
+// The kernel-time attribution on its own: with the import check off, ATen's relu beside a token kernel
+// of the candidate's reaches the run, and the profiled call's own-kernel share fails it — with the
+// shares in the message; the honest relu solution's share passes.
+TEST(ForeignKernelTime, ATokenKernelBesideAnAtenKernelFails) {
+  if (!gpu_unavailable_reason().empty()) GTEST_SKIP() << "skipped: " << gpu_unavailable_reason();
+  static eval::Evaluator no_import_check([] {
+    auto o = cuda_options();
+    o.legality.check_library_imports = false;
+    return o;
+  }());
+  auto v = evaluate_file(no_import_check, "activation/relu", kSourceDir / "tests/adversarial/bypass_redispatch_cuda.py");
+  EXPECT_EQ(eval::verdict_name(v.verdict), std::string("illegal")) << v.message << "\n" << v.log;
+  EXPECT_TRUE(has_rule(v, "foreign_kernel_time")) << v.message;
+  EXPECT_NE(v.message.find("own kernels took"), std::string::npos) << v.message;
+  auto honest = evaluate_file(no_import_check, "activation/relu", kSourceDir / "solutions/cuda/activation/relu.py");
+  EXPECT_EQ(eval::verdict_name(honest.verdict), std::string("ok")) << honest.message << "\n" << honest.log;
+  std::printf("GPU_RESULT foreign_kernel_time hack=%s honest=%s message=%s\n", eval::verdict_name(v.verdict),
+              eval::verdict_name(honest.verdict), v.message.substr(0, 300).c_str());
+}
+
 }  // namespace
 }  // namespace musacoder::testing

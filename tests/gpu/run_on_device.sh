@@ -6,6 +6,7 @@
 #           heavy cpu comparisons, CTEST_REGEX narrows it)
 #   bench   bench/compile_throughput (KernelBench-style load_inline vs MooreEval)
 #   model   the model's bf16 parity test and tokens/s (tests/gpu/model)
+#   stability  bench/reward_stability on cuda and cpu (RUNS, STABILITY_TASK, STABILITY_MODES)
 # Usage there:  source .devdeps/unpack && STEPS="suite bench" bash tests/gpu/run_on_device.sh
 # (.devdeps: ../shared/device/fetch-debs nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev
 #  libssl-dev libssl3 libpcre2-dev libicu-dev)
@@ -81,6 +82,24 @@ for step in $STEPS; do
         grep -E "GPU_RESULT|OK \]|FAILED|Failure|Which is" "$OUT/model_gpu_nocudnn.log" | head -20
         grep -A30 "fatal signal" "$OUT/model_gpu_nocudnn.log" | head -40
       fi ;;
+    stability)
+      # bench/reward_stability: the same solution evaluated RUNS times, malloc tuning off vs on, on cuda and
+      # on cpu (this host's 16 idle cores), fresh processes and one evaluator.
+      for backend in ${STABILITY_BACKENDS:-cuda cpu}; do
+        sol=solutions/$backend/${STABILITY_TASK:-activation/relu}.py
+        timeout "$(left)" python3 bench/reward_stability/run.py --mooreeval "$BUILD"/tools/mooreeval/mooreeval \
+          --backend $backend --task "${STABILITY_TASK:-activation/relu}" --candidate "$sol" --runs "${RUNS:-20}" --fresh-runs "${FRESH_RUNS:-10}" \
+          --modes "${STABILITY_MODES:-one,fresh}" --json "$OUT/stability_$backend.json" 2>&1 | tee "$OUT/stability_$backend.txt"
+      done ;;
+    realsubs)
+      # Real KernelBench submissions of public systems (dev/real_submissions: fetched, carried as .realsubs,
+      # never committed), each with its KernelBench reference task.
+      timeout "$(left)" "$BUILD"/tools/mooreeval/mooreeval eval-batch --backend cuda --tasks .realsubs/tasks \
+        --samples .realsubs/samples --workers "${WORKERS:-8}" --out "$OUT/realsubs.jsonl" >"$OUT/realsubs.txt" 2>&1
+      echo "realsubs exit code: $?"
+      python3 -c 'import json,sys
+for l in open(sys.argv[1]):
+    v=json.loads(l); print(v["task"], v.get("sample",""), v["verdict"], (v.get("speedup") or 0), v["message"][:150].replace("\n"," "))' "$OUT/realsubs.jsonl" | tee "$OUT/realsubs_table.txt" | tail -60 ;;
     *) echo "unknown step $step" ;;
   esac
 done

@@ -28,7 +28,8 @@ struct CommonFlags {
   std::string sandbox = "auto", sandbox_cgroup;
   uint64_t seed = 0;
   bool no_cache = false, no_op_check = false, no_warm = false, no_resident = false,
-       no_behaviour_check = false;
+       no_behaviour_check = false, no_import_check = false, forbid_fallback_code = false,
+       no_stable_malloc = false;
   double max_library_mib = 1024;
 };
 
@@ -87,6 +88,19 @@ void add_common(CLI::App* app, CommonFlags& f, EvalOptions& o) {
   app->add_option("--work-dir", f.work_dir, "parent of per-job temp dirs");
   app->add_flag("--keep-work-dirs", o.keep_work_dirs, "keep per-job dirs for debugging");
   app->add_flag("--no-runtime-op-check", f.no_op_check, "skip the dispatched-ops legality check");
+  app->add_flag("--no-stable-malloc", f.no_stable_malloc,
+                "runners use glibc malloc's default (dynamic mmap threshold, heap trimming): less repeatable "
+                "timings on cpu");
+  app->add_flag("--no-import-check", f.no_import_check,
+                "skip the check of what each built library imports (compute below the dispatcher, vendor "
+                "BLAS/DNN, dlopen/dlsym)");
+  app->add_option("--min-own-kernel-share", o.legality.min_own_kernel_share,
+                  "cuda: least share of compute-kernel time in the candidate's own kernels (0: off)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  app->add_flag("--forbid-fallback-code", f.forbid_fallback_code,
+                "reject PyTorch compute anywhere in forward and any try/except there before the run (default: "
+                "allowed in conditional blocks the run never enters)");
   app->add_option("--sandbox", f.sandbox,
                   "per-job sandbox: on | off | auto (auto: on where it works, else off with a logged reason)")
       ->capture_default_str();
@@ -134,6 +148,9 @@ std::string resolve(const CommonFlags& f, CLI::App* app, EvalOptions& o) {
   o.max_run = std::chrono::milliseconds(static_cast<long>(f.max_run_seconds * 1000));
   if (app->count("--seed")) o.seed = f.seed;
   o.legality.check_runtime_ops = !f.no_op_check;
+  o.legality.check_library_imports = !f.no_import_check;
+  o.stable_malloc = !f.no_stable_malloc;
+  o.legality.forbid_fallback_code = f.forbid_fallback_code;
   auto sandbox_mode = musacoder::sandbox::parse_sandbox_mode(f.sandbox);
   if (!sandbox_mode.ok()) return sandbox_mode.status().message();
   o.sandbox.mode = *sandbox_mode;
