@@ -91,6 +91,24 @@ for step in $STEPS; do
           --backend $backend --task "${STABILITY_TASK:-activation/relu}" --candidate "$sol" --runs "${RUNS:-20}" --fresh-runs "${FRESH_RUNS:-10}" \
           --modes "${STABILITY_MODES:-one,fresh}" --json "$OUT/stability_$backend.json" 2>&1 | tee "$OUT/stability_$backend.txt"
       done ;;
+    bypass)
+      # The dispatcher-bypass cases with the import check off (what they scored before it) and on.
+      python3 - "$BUILD"/tools/mooreeval/mooreeval <<'PYEOF' 2>&1 | tee "$OUT/bypass.txt"
+import json, subprocess, sys
+cases = [c for c in json.load(open("tests/adversarial/manifest.json")) if c["file"].startswith("bypass_")]
+for c in cases:
+    for backend in c["backends"]:
+        for flags in (["--no-import-check"], []):
+            p = subprocess.run([sys.argv[1], "eval", "--task", c["task"], "--candidate", "tests/adversarial/" + c["file"],
+                                "--backend", backend, "--json"] + flags, capture_output=True, text=True)
+            try:
+                v = json.loads(p.stdout)
+                print(c["file"], backend, "import-check" if not flags else "no-import-check", v["verdict"],
+                      "reward=%.3f" % v["reward"]["total"], v["message"][:200].replace("\n", " "), flush=True)
+            except Exception as e:
+                print(c["file"], backend, flags, "no verdict", p.returncode, p.stderr[-300:], flush=True)
+PYEOF
+      ;;
     realsubs)
       # Real KernelBench submissions of public systems (dev/real_submissions: fetched, carried as .realsubs,
       # never committed), each with its KernelBench reference task.

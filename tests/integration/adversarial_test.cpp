@@ -93,6 +93,19 @@ TEST(AdversarialCorpus, HasAtLeastTwentyCasesWithReasons) {
   }
 }
 
+// --forbid-fallback-code keeps the strict static rules: a try/except and torch compute in a
+// conditional block of forward are illegal before anything is built or run.
+TEST(ForbidFallbackCode, KeepsTheStaticRules) {
+  auto o = adversarial_options();
+  o.legality.forbid_fallback_code = true;
+  eval::Evaluator ev(o);
+  auto v = evaluate_file(ev, "elementwise/add", kSourceDir / "tests/adversarial/try_fallback_cpu.py");
+  EXPECT_EQ(eval::verdict_name(v.verdict), std::string("illegal")) << v.message;
+  EXPECT_TRUE(has_rule(v, "try_fallback")) << v.message;
+  EXPECT_TRUE(has_rule(v, "torch_compute_in_forward")) << v.message;
+  EXPECT_FALSE(v.compiled);
+}
+
 // A speedup above the threshold is re-measured with the second method; the verdict keeps
 // the smaller one and records both.
 TEST(SpeedupRecheck, AboveTheThresholdBothMethodsAreRecorded) {
