@@ -1,5 +1,5 @@
-// A teacher behind any OpenAI-compatible chat completions endpoint.
-#define CPPHTTPLIB_OPENSSL_SUPPORT
+// A teacher behind any OpenAI-compatible chat completions endpoint (https through the
+// pkg-config target's CPPHTTPLIB_OPENSSL_SUPPORT).
 #include <httplib.h>
 
 #include <nlohmann/json.hpp>

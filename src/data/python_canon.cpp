@@ -1,5 +1,6 @@
 #include "data/python_canon.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>

@@ -1,5 +1,6 @@
 // Output records (sft.jsonl, rejected.jsonl, repair.jsonl) and the dataset card, composed from
 // the journal in program order.
+#include <algorithm>
 #include <cstdio>
 
 #include "data/synth_internal.h"

@@ -1,4 +1,5 @@
 // The rule-based teacher: the kernel from rule_kernels.h, with a short plan before it.
+#include <cctype>
 #include <string>
 
 #include "data/rule_kernels.h"

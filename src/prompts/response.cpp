@@ -26,7 +26,7 @@ std::vector<Block> fenced_blocks(std::string_view text) {
   std::vector<Block> blocks;
   Block* open = nullptr;
   std::size_t pos = 0;
-  while (pos <= text.size()) {
+  while (pos < text.size()) {
     std::size_t eol = text.find('\n', pos);
     std::string_view line = text.substr(pos, eol == std::string_view::npos ? std::string_view::npos : eol - pos);
     std::size_t ind = line.find_first_not_of(" \t");

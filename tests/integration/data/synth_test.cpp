@@ -215,8 +215,9 @@ TEST(SynthTasks, DecontaminationFlagsAPlantedKernelBenchTask) {
   EXPECT_EQ(hit["suite_file"], "level1/19_ReLU.py");
   EXPECT_EQ(hit["program"], canonical_form(relu->program));
   for (auto& e : fs::recursive_directory_iterator(o.out_dir / "tasks"))
-    if (e.path().extension() == ".json")
+    if (e.path().extension() == ".json") {
       EXPECT_NE(json::parse(*read_file(e.path()))["program"], canonical_form(relu->program)) << e.path();
+    }
   fs::remove_all(dir);
 }
 

@@ -12,7 +12,7 @@ namespace musacoder::data {
 namespace {
 
 // KernelBench's level-1 ReLU problem, as that repository writes it.
-const char* kKernelBenchRelu = R"(import torch
+const char* kKernelBenchRelu = R"PY(import torch
 import torch.nn as nn
 
 class Model(nn.Module):
@@ -37,10 +37,10 @@ def get_inputs():
 
 def get_init_inputs():
     return []  # No special initialization inputs needed
-)";
+)PY";
 
 // The same computation in the synthesizer's layout.
-const char* kOursRelu = R"(import torch
+const char* kOursRelu = R"PY(import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -63,7 +63,7 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-)";
+)PY";
 
 TEST(PythonCanon, SpellingIsNormalisedAway) {
   PythonCanon kb = canonicalize_task(kKernelBenchRelu), ours = canonicalize_task(kOursRelu);
@@ -76,7 +76,7 @@ TEST(PythonCanon, ComputationsAndShapesStillDiffer) {
   other.replace(other.find("torch.relu"), 10, "torch.tanh");
   EXPECT_NE(canonicalize_task(other).canonical, canonicalize_task(kOursRelu).canonical);
   std::string shape = kOursRelu;
-  shape.replace(shape.find("16384)"), 5, "8192");
+  shape.replace(shape.rfind("16384)"), 5, "8192");
   EXPECT_NE(canonicalize_task(shape).canonical, canonicalize_task(kOursRelu).canonical);
   // Inlining keeps precedence: (a + b) * c is not a + b * c.
   const char* a = "class Model:\n    def forward(self, x, y):\n        z = x + y\n        return z * 2\n";

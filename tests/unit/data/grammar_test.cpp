@@ -34,7 +34,9 @@ TEST(Grammar, CoversEveryCategoryDtypeAndAnchorWithinBounds) {
     anchors.insert(p.anchor.kind);
     EXPECT_GE(op_count(p), 1);
     EXPECT_LE(op_count(p), 4) << canonical_form(p);
-    if (p.category == "fusion") EXPECT_GE(op_count(p), 2);
+    if (p.category == "fusion") {
+      EXPECT_GE(op_count(p), 2);
+    }
     EXPECT_LE(numel(p.input), o.max_elements) << canonical_form(p);
     for (int64_t d : anchor_output(p)) EXPECT_GE(d, 1) << canonical_form(p);
     for (const EwOp& e : p.prologue) EXPECT_EQ(ew_reads_tensor(e.kind), e.operand >= 0);
