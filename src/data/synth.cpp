@@ -49,6 +49,8 @@ Status check_manifest(const SynthOptions& o, const std::string& teacher) {
 Status write_tasks(const SynthOptions& o, const ProgramSet& set) {
   for (const SynthProgram& sp : set.programs) {
     const fs::path base = o.out_dir / "tasks" / sp.id;
+    std::error_code ec;
+    fs::create_directories(base.parent_path(), ec);
     MC_RETURN_IF_ERROR(write_file_atomic(fs::path(base.string() + ".py"), sp.source));
     MC_RETURN_IF_ERROR(write_file_atomic(fs::path(base.string() + ".json"), sp.sidecar));
   }

@@ -229,6 +229,7 @@ TEST(SynthTasks, TaskShapesAndDtypesMatchPyTorch) {
   ASSERT_TRUE(set.ok());
   json expected = json::object();
   for (const auto& sp : set->programs) {
+    fs::create_directories((dir / sp.id).parent_path());
     ASSERT_TRUE(write_file_atomic(dir / (sp.id + ".py"), sp.source).ok());
     expected[sp.id] = {{"shape", anchor_output(sp.program)}, {"dtype", dtype_name(sp.program.dtype)}};
   }
