@@ -244,15 +244,11 @@ Judgement judge_c10(const std::vector<std::string>& parts) {
 
 Judgement judge_torch(const std::vector<std::string>& parts) {
   const std::string& second = parts.size() > 1 ? parts[1] : std::string();
+  // The pybind11 glue of load_inline's generated binding: warnings and errors crossing into Python, and
+  // tensor <-> Python object conversion (torch::utils, torch::python, torch::detail).
   static constexpr std::array<std::string_view, 6> kAllowed{"PyWarningHandler", "translate_exception_to_python",
                                                             "detail", "utils", "python", "TypeError"};
-  if (one_of(second, kAllowed)) {
-    if (second == "utils" || second == "python") {
-      // Tensor <-> Python conversion helpers only.
-      return {};
-    }
-    return {};
-  }
+  if (one_of(second, kAllowed)) return {};
   if (second == "jit") return {ImportClass::kTorchCompute, "runs TorchScript"};
   if (second == "nn") return {ImportClass::kTorchCompute, "a torch::nn module (PyTorch compute)"};
   if (second == "Library") return {ImportClass::kDispatcher, "registers operators with the dispatcher"};
