@@ -5,11 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <thread>
-
-#include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <thread>
 
 #include "core/subprocess.h"
 #include "data/synth_internal.h"
