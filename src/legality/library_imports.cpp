@@ -231,11 +231,13 @@ Judgement judge_c10(const std::vector<std::string>& parts) {
                                                                "BoxedKernel", "RegisterOperators"};
   if (one_of(second, kDispatcher)) return {ImportClass::kDispatcher, "calls operators through the dispatcher"};
   if (second == "impl" && parts.size() > 2) {
-    static constexpr std::array<std::string_view, 11> kState{
+    // ExcludeDispatchKeyGuard is not here: torch::empty/zeros/empty_like (torch/csrc/autograd/generated/
+    // variable_factories.h) open an at::AutoDispatchBelowADInplaceOrView, which is one, in every honest
+    // extension that allocates through torch::.
+    static constexpr std::array<std::string_view, 10> kState{
         "OperatorEntry", "tls_set_dispatch_key_excluded", "tls_set_dispatch_key_included",
-        "_force_tls_local_dispatch_key_set", "ExcludeDispatchKeyGuard", "IncludeDispatchKeyGuard",
-        "ForceDispatchKeyGuard", "TorchDispatchModeTLS", "PythonDispatcherTLS", "PythonTorchFunctionTLS",
-        "tls_set_dispatch_key_set"};
+        "_force_tls_local_dispatch_key_set", "IncludeDispatchKeyGuard", "ForceDispatchKeyGuard",
+        "TorchDispatchModeTLS", "PythonDispatcherTLS", "PythonTorchFunctionTLS", "tls_set_dispatch_key_set"};
     if (one_of(parts[2], kState))
       return {ImportClass::kDispatcher, "changes the dispatcher's state (dispatch keys or modes)"};
   }
@@ -252,7 +254,16 @@ Judgement judge_torch(const std::vector<std::string>& parts) {
   if (second == "jit") return {ImportClass::kTorchCompute, "runs TorchScript"};
   if (second == "nn") return {ImportClass::kTorchCompute, "a torch::nn module (PyTorch compute)"};
   if (second == "Library") return {ImportClass::kDispatcher, "registers operators with the dispatcher"};
-  if (second == "autograd") return {ImportClass::kTorchCompute, "torch::autograd kernels or functions"};
+  if (second == "autograd") {
+    // A tensor made by torch::empty & co. is wrapped by make_variable (an AutogradMeta); C++ autograd
+    // Functions need the graph's nodes and context. The autograd kernels (VariableType, generated) and
+    // running the engine (backward, grad) compute.
+    static constexpr std::array<std::string_view, 9> kGraph{"AutogradMeta", "make_variable", "impl", "VariableHooks",
+                                                            "Node", "AutogradContext", "VariableInfo",
+                                                            "SavedVariable", "CppNode"};
+    if (parts.size() > 2 && one_of(parts[2], kGraph)) return {};
+    return {ImportClass::kTorchCompute, "torch::autograd kernels or the autograd engine"};
+  }
   return {ImportClass::kUnlistedTorch, "a torch:: entry point outside the allowlist of non-compute functions"};
 }
 

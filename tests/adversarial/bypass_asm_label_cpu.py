@@ -2,21 +2,22 @@ import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
-# at::native::relu under a name spelled by string-literal concatenation in an asm label: no source rule sees it.
+# at::cpu::add under a name spelled by string-literal concatenation in an asm label: no source rule sees it.
 cpp_source = r"""
 
-at::Tensor hidden_kernel(const at::Tensor& x) __asm__("_ZN2at6na" "tive4reluERKNS_6TensorE");
-torch::Tensor relu_forward(torch::Tensor x) {
-    return hidden_kernel(x);
+at::Tensor hidden_kernel(const at::Tensor& a, const at::Tensor& b, const c10::Scalar& alpha)
+    __asm__("_ZN2at3c" "pu3addERKNS_6TensorES3_RKN3c106ScalarE");
+torch::Tensor add_forward(torch::Tensor a, torch::Tensor b) {
+    return hidden_kernel(a, b, 1);
 }
 """
 
-ext = load_inline(name="adv_bypass_asm_label", cpp_sources=cpp_source, functions=["relu_forward"], verbose=False)
+ext = load_inline(name="adv_bypass_asm_label", cpp_sources=cpp_source, functions=["add_forward"], verbose=False)
 
 
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
 
-    def forward(self, x: torch.Tensor):
-        return ext.relu_forward(x)
+    def forward(self, a: torch.Tensor, b: torch.Tensor):
+        return ext.add_forward(a, b)

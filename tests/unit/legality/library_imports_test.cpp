@@ -62,11 +62,16 @@ TEST_F(JudgeImport, AllocationViewsMetadataAndErrorsAreAllowed) {
   EXPECT_EQ(judge("memcpy"), ImportClass::kAllowed);
   EXPECT_EQ(judge("PyObject_GetAttrString"), ImportClass::kAllowed);
   EXPECT_EQ(judge("_ZNSt6thread6_StateD2Ev"), ImportClass::kAllowed);
+  EXPECT_EQ(judge("_ZTVN5torch8autograd12AutogradMetaE"), ImportClass::kAllowed);  // torch::empty's make_variable
+  EXPECT_EQ(judge("_ZN5torch8autograd12VariableType3addEv"), ImportClass::kTorchCompute);
+  EXPECT_EQ(judge("_ZN5torch8autograd8backwardEv"), ImportClass::kTorchCompute);
 }
 
 TEST_F(JudgeImport, TheDispatcherAndItsStateAreNotForCandidates) {
   EXPECT_EQ(judge("_ZN3c1010Dispatcher13realSingletonEv"), ImportClass::kDispatcher);
-  EXPECT_EQ(judge("_ZN3c104impl23ExcludeDispatchKeyGuardC1ENS_14DispatchKeySetE"), ImportClass::kDispatcher);
+  EXPECT_EQ(judge("_ZN3c104impl29tls_set_dispatch_key_excludedENS_11DispatchKeyEb"), ImportClass::kDispatcher);
+  // torch::empty's at::AutoDispatchBelowADInplaceOrView is an ExcludeDispatchKeyGuard: honest.
+  EXPECT_EQ(judge("_ZN3c104impl23ExcludeDispatchKeyGuardC1ENS_14DispatchKeySetE"), ImportClass::kAllowed);
   EXPECT_EQ(judge("_ZN3c104impl20TorchDispatchModeTLS8pop_stackEv"), ImportClass::kDispatcher);
 }
 
