@@ -314,7 +314,9 @@ std::optional<HttpReply> ApiServer::admit(const RequestHead& head, RequestContex
                                      "; " + head.method + " " + route->pattern + " needs " +
                                      scope_name(static_cast<Scope>(route->scope))}));
   }
-  if (route->rate_limited && ctx.principal) {
+  // Admin tokens (operators' tools) are exempt from per-name limits; quotas of everyone
+  // together still apply to them.
+  if (route->rate_limited && ctx.principal && !ctx.principal->can(Scope::kAdmin)) {
     if (double wait = limiter_.take(ctx.principal->name); wait > 0)
       return refuse(with_header(error_reply({429, "rate_limited",
                                              "too many submissions from '" + ctx.principal->name +
@@ -406,7 +408,7 @@ void ApiServer::routes() {
           return send_error(res, {400, "invalid_request", "deadlines apply to POST /v1/evaluate only"});
         auto key = idempotency_key(req);
         if (!key.ok()) return send_error(res, key.error);
-        auto out = svc.submit({*job.value}, caller().name, *key.value);
+        auto out = svc.submit({*job.value}, caller().name, *key.value, !caller().can(Scope::kAdmin));
         if (!out.ok()) return send_status(res, out.status());
         if (send_refusal(res, *out)) return;
         res.set_header("Location", "/v1/jobs/" + out->job_ids.front());
@@ -421,7 +423,7 @@ void ApiServer::routes() {
                   if (!jobs.ok()) return send_error(res, jobs.error);
                   auto key = idempotency_key(req);
                   if (!key.ok()) return send_error(res, key.error);
-                  auto out = svc.submit(*jobs.value, caller().name, *key.value);
+                  auto out = svc.submit(*jobs.value, caller().name, *key.value, !caller().can(Scope::kAdmin));
                   if (!out.ok()) return send_status(res, out.status());
                   if (send_refusal(res, *out)) return;
                   send_json(res, 202, {{"job_ids", out->job_ids}, {"replayed", out->replayed}});
@@ -436,7 +438,7 @@ void ApiServer::routes() {
                   if (!ev.ok()) return send_error(res, ev.error);
                   auto key = idempotency_key(req);
                   if (!key.ok()) return send_error(res, key.error);
-                  auto out = svc.submit({ev.value->job}, caller().name, *key.value);
+                  auto out = svc.submit({ev.value->job}, caller().name, *key.value, !caller().can(Scope::kAdmin));
                   if (!out.ok()) return send_status(res, out.status());
                   if (send_refusal(res, *out)) return;
                   // The answer comes from the waiters when the job finishes or the deadline

@@ -68,14 +68,14 @@ void Service::stop() {
 }
 
 Result<SubmitOutcome> Service::submit(const std::vector<JobRequest>& jobs, const std::string& owner,
-                                      const std::optional<IdempotencyKey>& key) {
+                                      const std::optional<IdempotencyKey>& key, bool owner_quota) {
   SubmitOutcome out;
   const int64_t n = static_cast<int64_t>(jobs.size());
   auto mine = store_->unfinished_count(owner);
   if (!mine.ok()) return mine.status();
   auto all = store_->counts();
   if (!all.ok()) return all.status();
-  if (*mine + n > options_.quotas.max_unfinished_per_owner) {
+  if (owner_quota && *mine + n > options_.quotas.max_unfinished_per_owner) {
     out.refused = ApiError{429, "quota_exceeded",
                            "'" + owner + "' has " + std::to_string(*mine) + " unfinished job(s); " +
                                std::to_string(n) + " more would pass the limit of " +

@@ -74,8 +74,9 @@ class Service final : public ResultSink {
   // Stores the jobs as queued for `owner`, then enqueues them; the ids in order. Refuses
   // (outcome.refused) above the owner's or the global quota or the store size bound. With
   // an idempotency key, a repeated request returns the first one's ids and queues nothing.
+  // `owner_quota` false: the owner's quota does not apply (admin tokens); the global does.
   Result<SubmitOutcome> submit(const std::vector<JobRequest>& jobs, const std::string& owner = "",
-                               const std::optional<IdempotencyKey>& key = std::nullopt);
+                               const std::optional<IdempotencyKey>& key = std::nullopt, bool owner_quota = true);
   // Called (from committing or cancelling threads) with the id of every job that became
   // done or cancelled; set once, before start().
   void set_finish_listener(std::function<void(const std::string& job_id)> listener) {

@@ -231,9 +231,16 @@ int run_launch(const LaunchCommand& cmd, const eval::EvalOptions& options) {
   if (options.backend != build::Backend::kMusa &&
       (!cmd.musa_sdk_version.empty() || !cmd.torch_musa_version.empty()))
     std::cerr << "mooreeval: note: --musa-sdk-version/--torch-musa apply to --backend musa only; ignored\n";
-  // Everything that can fail on input first: the suite, the corpus, the output file.
+  // The output file and the suite before any work (the toolchain is probed next, so
+  // that a missing toolchain is reported before missing solutions for its backend).
+  std::ofstream file;
+  if (Status st = open_output(cmd.out, file); !st.ok()) return report_error(st);
   auto suite = task::load_suite(cmd.tasks_dir);
   if (!suite.ok()) return report_error(suite.status());
+  eval::EvalOptions launch_options = options;
+  launch_options.workers = cmd.workers;
+  eval::Evaluator evaluator(launch_options);
+  if (auto st = evaluator.prepare(); !st.ok()) return report_error(st);
   const std::string backend = build::backend_name(options.backend);
   auto solutions = eval::discover_samples(*suite, cmd.solutions_dir / backend);
   if (!solutions.ok()) return report_error(solutions.status());
@@ -244,13 +251,6 @@ int run_launch(const LaunchCommand& cmd, const eval::EvalOptions& options) {
   plan.expected.assign(plan.solutions, "ok");
   if (!cmd.broken_dir.empty())
     if (Status st = add_corpus(cmd, backend, plan); !st.ok()) return report_error(st);
-  std::ofstream file;
-  if (Status st = open_output(cmd.out, file); !st.ok()) return report_error(st);
-
-  eval::EvalOptions launch_options = options;
-  launch_options.workers = cmd.workers;
-  eval::Evaluator evaluator(launch_options);
-  if (auto st = evaluator.prepare(); !st.ok()) return report_error(st);
   std::cerr << "mooreeval launch: " << plan.jobs.size() << " candidates on " << backend << " ("
             << plan.solutions << " reference solutions, " << plan.jobs.size() - plan.solutions
             << " corpus entries with known verdicts) with " << cmd.workers << " workers\n";

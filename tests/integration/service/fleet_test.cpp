@@ -106,7 +106,7 @@ class Fleet : public ::testing::Test {
   void start_server() {
     std::vector<std::string> argv = {
         kMooreEval.string(),          "serve",   "--listen", "127.0.0.1:0", "--db",
-        (dir_ / "fleet.db").string(), "--queue", queue_,     "--workers",   "0"};
+        (dir_ / "fleet.db").string(), "--queue", queue_,     "--workers",   "0", "--auth", "none"};
     for (auto& f : eval_flags()) argv.push_back(f);
     server_ = std::make_unique<Child>(argv, dir_ / "server.log");
     auto port = server_->wait_for("listening on 127\\.0\\.0\\.1:([0-9]+)", 60s);
