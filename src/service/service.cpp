@@ -73,16 +73,16 @@ Result<SubmitOutcome> Service::submit(const std::vector<JobRequest>& jobs, const
   const int64_t n = static_cast<int64_t>(jobs.size());
   auto mine = store_->unfinished_count(owner);
   if (!mine.ok()) return mine.status();
-  auto all = store_->counts();
+  auto all = store_->unfinished_total();
   if (!all.ok()) return all.status();
   if (owner_quota && *mine + n > options_.quotas.max_unfinished_per_owner) {
     out.refused = ApiError{429, "quota_exceeded",
                            "'" + owner + "' has " + std::to_string(*mine) + " unfinished job(s); " +
                                std::to_string(n) + " more would pass the limit of " +
                                std::to_string(options_.quotas.max_unfinished_per_owner)};
-  } else if (all->queued + all->running + n > options_.quotas.max_unfinished) {
+  } else if (*all + n > options_.quotas.max_unfinished) {
     out.refused = ApiError{429, "quota_exceeded",
-                           "the service has " + std::to_string(all->queued + all->running) +
+                           "the service has " + std::to_string(*all) +
                                " unfinished jobs (limit " + std::to_string(options_.quotas.max_unfinished) + ")"};
   } else if (used_bytes_ >= options_.retention.max_store_bytes) {
     out.refused = ApiError{507, "store_full",

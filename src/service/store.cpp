@@ -264,6 +264,13 @@ Result<int64_t> Store::unfinished_count(const std::string& owner) {
   return s.col_int(0);
 }
 
+Result<int64_t> Store::unfinished_total() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt s(db_, "SELECT COUNT(*) FROM jobs WHERE state IN ('queued', 'running')");
+  if (!s.prepared() || s.step() != SQLITE_ROW) return s.error("unfinished total");
+  return s.col_int(0);
+}
+
 Result<int64_t> Store::used_bytes() {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt s(db_,

@@ -106,6 +106,8 @@ class Store {
   Status forget_key(const std::string& owner, const std::string& key);
   // Jobs of `owner` that are queued or running.
   Result<int64_t> unfinished_count(const std::string& owner);
+  // Jobs of every owner that are queued or running (an index range, not a table scan).
+  Result<int64_t> unfinished_total();
   // Bytes of the database file in use (pages minus free pages).
   Result<int64_t> used_bytes();
   // Removes finished (done or cancelled) jobs that finished before `before` (Unix
