@@ -285,9 +285,9 @@ std::optional<HttpReply> ApiServer::admit(const RequestHead& head, RequestContex
     return std::optional<HttpReply>(std::move(r));
   };
   const RouteSpec* route = find_route(head.path);
+  if (route) ctx.route = route->pattern;
   if (auto bad = check_origin(head)) return refuse(std::move(*bad));
   if (!route) return refuse(error_reply({404, "not_found", "no route " + head.method + " " + sanitize_utf8(head.path.substr(0, 200))}));
-  ctx.route = route->pattern;
   ctx.priority = route->priority;
   if (!method_allowed(*route, head.method))
     return refuse(with_header(error_reply({405, "method_not_allowed",

@@ -70,6 +70,22 @@ void Service::stop() {
 Result<SubmitOutcome> Service::submit(const std::vector<JobRequest>& jobs, const std::string& owner,
                                       const std::optional<IdempotencyKey>& key, bool owner_quota) {
   SubmitOutcome out;
+  auto conflict = [&] {
+    out.refused = ApiError{422, "idempotency_conflict",
+                           "Idempotency-Key '" + key->key + "' was used before for a different request"};
+    return out;
+  };
+  // A repeated key answers before any quota: it creates nothing.
+  if (key) {
+    auto earlier = store_->find_key(owner, *key);
+    if (!earlier.ok()) return earlier.status();
+    if (*earlier && (*earlier)->key_conflict) return conflict();
+    if (*earlier) {
+      out.job_ids = (*earlier)->job_ids;
+      out.replayed = true;
+      return out;
+    }
+  }
   const int64_t n = static_cast<int64_t>(jobs.size());
   auto mine = store_->unfinished_count(owner);
   if (!mine.ok()) return mine.status();
@@ -100,11 +116,7 @@ Result<SubmitOutcome> Service::submit(const std::vector<JobRequest>& jobs, const
   if (!inserted.ok()) return inserted.status();
   out.job_ids = inserted->job_ids;
   out.replayed = inserted->replayed;
-  if (inserted->key_conflict) {
-    out.refused = ApiError{422, "idempotency_conflict",
-                           "Idempotency-Key '" + key->key + "' was used before for a different request"};
-    return out;
-  }
+  if (inserted->key_conflict) return conflict();  // a concurrent request took the key
   if (out.replayed) return out;
   if (Status st = queue_->enqueue(messages); !st.ok()) {
     // Stored but not queued: cancel them so they do not look pending forever, and forget

@@ -246,6 +246,17 @@ Result<InsertOutcome> Store::insert_jobs(const std::vector<JobMessage>& jobs, co
   return out;
 }
 
+Result<std::optional<InsertOutcome>> Store::find_key(const std::string& owner, const IdempotencyKey& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  InsertOutcome out;
+  auto earlier = key_jobs_locked(owner, key, out.key_conflict);
+  if (!earlier.ok()) return earlier.status();
+  if (!*earlier) return std::optional<InsertOutcome>();
+  out.replayed = !out.key_conflict;
+  out.job_ids = std::move(**earlier);
+  return std::optional<InsertOutcome>(std::move(out));
+}
+
 Status Store::forget_key(const std::string& owner, const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt s(db_, "DELETE FROM idempotency WHERE owner=? AND key=?");

@@ -102,6 +102,9 @@ class Store {
   // otherwise the key is stored in the same transaction as the jobs.
   Result<InsertOutcome> insert_jobs(const std::vector<JobMessage>& jobs, const std::string& owner = "",
                                     const std::optional<IdempotencyKey>& key = std::nullopt);
+  // What insert_jobs would answer for a key already stored (replayed or key_conflict);
+  // nullopt for a new key.
+  Result<std::optional<InsertOutcome>> find_key(const std::string& owner, const IdempotencyKey& key);
   // Forgets an idempotency key (its jobs could not be queued).
   Status forget_key(const std::string& owner, const std::string& key);
   // Jobs of `owner` that are queued or running.

@@ -23,6 +23,9 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
+// The build cache the CLI tests share (the lean shim is built once, not per server).
+const std::string kTestCache = "--cache-dir=" + (std::filesystem::path(MUSACODER_BINARY_DIR) / "test-build-cache").string();
+
 const std::string kBin = (kBinaryDir / "tools/mooreeval/mooreeval").string();
 
 ProcessResult run(std::vector<std::string> args) {
@@ -127,7 +130,7 @@ TEST_F(OddInput, TempDirsOfDeadRunsAreSweptLiveOnesKept) {
   const fs::path work = dir_ / "work";
   // A run killed with -9 leaves its run dir behind...
   Child server({kBin, "serve", "--listen", "127.0.0.1:0", "--auth", "none", "--workers", "1", "--db",
-                (dir_ / "s.db").string(), "--work-dir", work.string(), "--no-cache"},
+                (dir_ / "s.db").string(), "--work-dir", work.string(), kTestCache},
                dir_ / "server.log");
   ASSERT_TRUE(server.wait_for("listening on", 120s)) << server.log();
   std::vector<fs::path> left;

@@ -19,6 +19,9 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
+// The build cache the CLI tests share (the lean shim is built once, not per server).
+const std::string kTestCache = "--cache-dir=" + (std::filesystem::path(MUSACODER_BINARY_DIR) / "test-build-cache").string();
+
 const fs::path kSource = MUSACODER_SOURCE_DIR;
 const fs::path kBinary = MUSACODER_BINARY_DIR;
 
@@ -314,7 +317,7 @@ TEST(FleetAuth, WorkerAndServerAuthenticateToRedis) {
   ASSERT_TRUE(write_file_atomic(dir / "good", "fleet-secret\n").ok());
   ASSERT_TRUE(write_file_atomic(dir / "bad", "guess\n").ok());
   auto worker = [&](const std::string& name, std::vector<std::string> extra) {
-    std::vector<std::string> argv = {kMooreEval.string(), "worker", "--queue", queue, "--name", name, "--no-cache"};
+    std::vector<std::string> argv = {kMooreEval.string(), "worker", "--queue", queue, "--name", name, kTestCache};
     argv.insert(argv.end(), extra.begin(), extra.end());
     return std::make_unique<Child>(argv, dir / (name + ".log"));
   };
@@ -327,7 +330,7 @@ TEST(FleetAuth, WorkerAndServerAuthenticateToRedis) {
   ASSERT_TRUE(good->wait_for("pulling from", 120s)) << good->log();
   Child server({kMooreEval.string(), "serve", "--listen", "127.0.0.1:0", "--auth", "none", "--db",
                 (dir / "s.db").string(), "--queue", queue, "--workers", "0", "--redis-user", "evaluator",
-                "--redis-password-file", (dir / "good").string(), "--no-cache"},
+                "--redis-password-file", (dir / "good").string(), kTestCache},
                dir / "server.log");
   auto http = server.wait_for("listening on 127\\.0\\.0\\.1:([0-9]+)", 120s);
   ASSERT_TRUE(http) << server.log();

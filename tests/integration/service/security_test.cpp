@@ -19,6 +19,9 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
+// The build cache the CLI tests share (the lean shim is built once, not per server).
+const std::string kTestCache = "--cache-dir=" + (std::filesystem::path(MUSACODER_BINARY_DIR) / "test-build-cache").string();
+
 struct Token {
   std::string name, scope, secret;
 };
@@ -54,7 +57,7 @@ class Security : public ::testing::Test {
     server_ = new Child({kMooreEval.string(), "serve", "--listen", "127.0.0.1:0", "--db", (*dir_ / "s.db").string(),
                          "--workers", "1", "--tokens", (*dir_ / "tokens").string(), "--http-threads", "2",
                          "--header-timeout", "1", "--body-timeout", "2", "--rate-limit", "2", "--rate-burst", "4",
-                         "--max-unfinished-per-token", "5", "--max-connections", "512", "--no-cache"},
+                         "--max-unfinished-per-token", "5", "--max-connections", "512", kTestCache},
                         *dir_ / "server.log");
     auto port = server_->wait_for("listening on 127\\.0\\.0\\.1:([0-9]+)", 120s);
     ASSERT_TRUE(port) << server_->log();
@@ -247,15 +250,15 @@ TEST_F(Security, IdempotencyKeyReturnsTheOriginalJobs) {
 TEST(SecurityStart, AuthNoneOnlyOnLoopbackAndTokensRequired) {
   const fs::path dir = fresh_dir("start");
   Child open({kMooreEval.string(), "serve", "--listen", "0.0.0.0:0", "--auth", "none", "--db",
-              (dir / "a.db").string(), "--workers", "1", "--no-cache"},
+              (dir / "a.db").string(), "--workers", "1", kTestCache},
              dir / "open.log");
   EXPECT_TRUE(open.wait_for("only on a loopback address", 60s)) << open.log();
   Child none({kMooreEval.string(), "serve", "--listen", "127.0.0.1:0", "--db", (dir / "b.db").string(), "--workers",
-              "1", "--no-cache"},
+              "1", kTestCache},
              dir / "none.log");
   EXPECT_TRUE(none.wait_for("no API tokens", 60s)) << none.log();
   Child local({kMooreEval.string(), "serve", "--listen", "127.0.0.1:0", "--auth", "none", "--db",
-               (dir / "c.db").string(), "--workers", "1", "--no-cache"},
+               (dir / "c.db").string(), "--workers", "1", kTestCache},
               dir / "local.log");
   EXPECT_TRUE(local.wait_for("WARNING: --auth none", 120s)) << local.log();
   local.kill(SIGTERM);
@@ -267,7 +270,7 @@ TEST(SecurityStart, RetentionRemovesFinishedJobs) {
   // Finished jobs older than ~0.1 s go, checked every 0.2 s.
   Child server({kMooreEval.string(), "serve", "--listen", "127.0.0.1:0", "--auth", "none", "--db",
                 (dir / "r.db").string(), "--workers", "1", "--retention-days", "0.000001", "--retention-interval",
-                "0.2", "--no-cache"},
+                "0.2", kTestCache},
                dir / "server.log");
   auto port = server.wait_for("listening on 127\\.0\\.0\\.1:([0-9]+)", 120s);
   ASSERT_TRUE(port) << server.log();
