@@ -152,6 +152,7 @@ Result<std::unique_ptr<Store>> Store::open(const StoreOptions& options) {
   MC_RETURN_IF_ERROR(store->exec("PRAGMA synchronous=NORMAL"));
   MC_RETURN_IF_ERROR(store->exec(kSchema));
   MC_RETURN_IF_ERROR(store->migrate());
+  MC_RETURN_IF_ERROR(store->load_unfinished());
   return store;
 }
 
@@ -160,6 +161,20 @@ Status Store::migrate() {
   if (!q.prepared() || q.step() != SQLITE_ROW) return q.error("schema check");
   if (q.col_int(0) == 0) MC_RETURN_IF_ERROR(exec("ALTER TABLE jobs ADD COLUMN owner TEXT NOT NULL DEFAULT ''"));
   return exec(kOwnerIndexes);
+}
+
+Status Store::load_unfinished() {
+  Stmt s(db_, "SELECT owner, COUNT(*) FROM jobs WHERE state IN ('queued', 'running') GROUP BY owner");
+  if (!s.prepared()) return s.error("prepare unfinished counts");
+  int rc;
+  while ((rc = s.step()) == SQLITE_ROW) unfinished_delta(s.col_text(0), s.col_int(1));
+  if (rc != SQLITE_DONE) return s.error("unfinished counts");
+  return {};
+}
+
+void Store::unfinished_delta(const std::string& owner, int64_t delta) {
+  unfinished_total_ += delta;
+  if ((unfinished_[owner] += delta) <= 0) unfinished_.erase(owner);
 }
 
 Store::~Store() {
@@ -243,6 +258,7 @@ Result<InsertOutcome> Store::insert_jobs(const std::vector<JobMessage>& jobs, co
     if (k.step() != SQLITE_DONE) return k.error("insert key");
   }
   MC_RETURN_IF_ERROR(tx.commit());
+  unfinished_delta(owner, static_cast<int64_t>(jobs.size()));
   return out;
 }
 
@@ -268,18 +284,13 @@ Status Store::forget_key(const std::string& owner, const std::string& key) {
 
 Result<int64_t> Store::unfinished_count(const std::string& owner) {
   std::lock_guard<std::mutex> lock(mu_);
-  Stmt s(db_, "SELECT COUNT(*) FROM jobs WHERE owner=? AND state IN ('queued', 'running')");
-  if (!s.prepared()) return s.error("prepare unfinished count");
-  s.text(1, owner);
-  if (s.step() != SQLITE_ROW) return s.error("unfinished count");
-  return s.col_int(0);
+  auto it = unfinished_.find(owner);
+  return it == unfinished_.end() ? int64_t{0} : it->second;
 }
 
 Result<int64_t> Store::unfinished_total() {
   std::lock_guard<std::mutex> lock(mu_);
-  Stmt s(db_, "SELECT COUNT(*) FROM jobs WHERE state IN ('queued', 'running')");
-  if (!s.prepared() || s.step() != SQLITE_ROW) return s.error("unfinished total");
-  return s.col_int(0);
+  return unfinished_total_;
 }
 
 Result<int64_t> Store::used_bytes() {
@@ -342,13 +353,13 @@ Result<CommitOutcome> Store::commit_result(const std::string& job_id, const std:
   std::lock_guard<std::mutex> lock(mu_);
   Transaction tx(db_);
   if (!tx.begun()) return begin_error(db_);
-  Stmt q(db_, "SELECT state FROM jobs WHERE id=?");
+  Stmt q(db_, "SELECT state, owner FROM jobs WHERE id=?");
   if (!q.prepared()) return q.error("prepare job state");
   q.text(1, job_id);
   int rc = q.step();
   if (rc == SQLITE_DONE) return CommitOutcome::kUnknownJob;
   if (rc != SQLITE_ROW) return q.error("job state");
-  const std::string state = q.col_text(0);
+  const std::string state = q.col_text(0), owner = q.col_text(1);
   CommitOutcome outcome;
   if (state == "cancelled") {
     outcome = CommitOutcome::kCancelled;
@@ -376,6 +387,7 @@ Result<CommitOutcome> Store::commit_result(const std::string& job_id, const std:
     }
   }
   MC_RETURN_IF_ERROR(tx.commit());
+  if (outcome == CommitOutcome::kStored) unfinished_delta(owner, -1);
   return outcome;
 }
 
@@ -383,13 +395,13 @@ Result<CancelOutcome> Store::cancel(const std::string& job_id) {
   std::lock_guard<std::mutex> lock(mu_);
   Transaction tx(db_);
   if (!tx.begun()) return begin_error(db_);
-  Stmt q(db_, "SELECT state FROM jobs WHERE id=?");
+  Stmt q(db_, "SELECT state, owner FROM jobs WHERE id=?");
   if (!q.prepared()) return q.error("prepare job state");
   q.text(1, job_id);
   int rc = q.step();
   if (rc == SQLITE_DONE) return CancelOutcome::kUnknownJob;
   if (rc != SQLITE_ROW) return q.error("job state");
-  const std::string state = q.col_text(0);
+  const std::string state = q.col_text(0), owner = q.col_text(1);
   if (state == "done") return CancelOutcome::kAlreadyDone;
   if (state == "cancelled") return CancelOutcome::kAlreadyCancelled;
   Stmt up(db_, "UPDATE jobs SET state='cancelled', finished_at=?, candidate=x'' WHERE id=?");
@@ -398,6 +410,7 @@ Result<CancelOutcome> Store::cancel(const std::string& job_id) {
   if (up.step() != SQLITE_DONE) return up.error("cancel");
   MC_RETURN_IF_ERROR(append_log_locked(job_id, "cancelled", "was " + state));
   MC_RETURN_IF_ERROR(tx.commit());
+  unfinished_delta(owner, -1);
   return CancelOutcome::kCancelled;
 }
 

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -147,8 +148,15 @@ class Store {
                                                                   const IdempotencyKey& key, bool& conflict);
   Status append_log_locked(const std::string& job_id, const std::string& event, const std::string& detail);
 
+  Status load_unfinished();
+  void unfinished_delta(const std::string& owner, int64_t delta);
+
   std::mutex mu_;
   sqlite3* db_;  // owned
+  // Queued + running jobs per owner, kept in step with every transaction that changes a
+  // job's state (this process is the store's only writer), so quota checks cost no scan.
+  std::map<std::string, int64_t> unfinished_;  // GUARDED_BY(mu_)
+  int64_t unfinished_total_ = 0;               // GUARDED_BY(mu_)
 };
 
 }  // namespace musacoder::service
