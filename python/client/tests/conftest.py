@@ -38,7 +38,9 @@ def server_url(tmp_path_factory):
     log = open(tmp / "server.log", "w+")
     proc = subprocess.Popen(
         [str(_binary()), "serve", "--listen", "127.0.0.1:0", "--db", str(tmp / "client.db"), "--workers", "1",
-         "--tokens", str(tmp / "tokens"), "--rate-limit", "1000", "--rate-burst", "1000", "--no-cache"],
+         "--tokens", str(tmp / "tokens"), "--rate-limit", "1000", "--rate-burst", "1000",
+         # The build cache the C++ tests share (build/test-build-cache): the lean shim is built once.
+         "--cache-dir", str(_binary().parent.parent.parent / "test-build-cache")],
         stdout=log, stderr=subprocess.STDOUT)
     url = None
     for _ in range(600):
