@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 
+#include "core/text.h"
 #include "rl/metrics.h"
 
 namespace musacoder::report {
@@ -19,6 +20,30 @@ std::string fmt(const char* f, double x) {
 }
 
 }  // namespace
+
+std::string path_text(const std::filesystem::path& path) {
+  const std::string& s = path.native();
+  std::string out;
+  for (std::size_t i = 0; i < s.size();) {
+    std::size_t len = 0;
+    for (std::size_t n = 1; n <= 4 && i + n <= s.size() && !len; ++n)
+      if (is_valid_utf8(std::string_view(s).substr(i, n))) len = n;
+    if (len) {
+      out.append(s, i, len);
+      i += len;
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02X", static_cast<unsigned char>(s[i]));
+      out += buf;
+      ++i;
+    }
+  }
+  return out;
+}
+
+std::string safe_dump(const json& j, int indent) {
+  return j.dump(indent, ' ', false, json::error_handler_t::replace);
+}
 
 json summarize_batch(const std::vector<eval::Verdict>& verdicts) {
   std::map<std::string, std::vector<rl::SampleOutcome>> by_task;

@@ -104,6 +104,19 @@ Status RedisClient::connect() {
                        ": " + msg);
   }
   ctx_ = c;
+  if (!endpoint_.password.empty()) {
+    std::vector<std::string> auth = {"AUTH"};
+    if (!endpoint_.user.empty()) auth.push_back(endpoint_.user);
+    auth.push_back(endpoint_.password);
+    auto r = command(auth);
+    if (!r.ok()) {
+      redisFree(ctx_);
+      ctx_ = nullptr;
+      // The reply names the failure (WRONGPASS ...); the password never appears in it.
+      return failed_precondition("redis at " + endpoint_.host + ":" + std::to_string(endpoint_.port) +
+                                 " refused the credentials: " + r.status().message());
+    }
+  }
   if (endpoint_.db != 0) {
     auto r = command({"SELECT", std::to_string(endpoint_.db)});
     if (!r.ok()) return r.status();

@@ -21,6 +21,10 @@ struct RedisEndpoint {
   std::string host = "127.0.0.1";
   int port = 6379;
   int db = 0;
+  // Redis AUTH on every (re)connect when `password` is set: "AUTH user password" (Redis 6
+  // ACL) with a user, else "AUTH password" (requirepass). Never part of the URL.
+  std::string user;
+  std::string password;
 };
 
 // "redis://HOST:PORT[/DB]" (IPv4 literal, name or [IPv6]); kInvalidArgument otherwise.

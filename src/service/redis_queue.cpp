@@ -184,6 +184,8 @@ Result<std::unique_ptr<WorkSource>> open_redis_source(const RedisQueueOptions& o
                                                       const std::string& consumer) {
   auto ep = parse_redis_url(options.url);
   if (!ep.ok()) return ep.status();
+  ep->user = options.user;
+  ep->password = options.password;
   auto src = std::make_unique<RedisSource>(options, *ep, consumer);
   MC_RETURN_IF_ERROR(src->init());
   return std::unique_ptr<WorkSource>(std::move(src));
@@ -200,6 +202,8 @@ Status RedisQueue::start() {
   auto ep = parse_redis_url(options_.url);
   if (!ep.ok()) return ep.status();
   endpoint_ = *ep;
+  endpoint_.user = options_.user;
+  endpoint_.password = options_.password;
   producer_ = std::make_unique<RedisClient>(endpoint_, options_.connect_timeout);
   Keys k(options_.prefix);
   MC_RETURN_IF_ERROR(ensure_group(*producer_, k.jobs, k.workers_group));

@@ -29,6 +29,8 @@ namespace musacoder::service {
 struct RedisQueueOptions {
   std::string url = "redis://127.0.0.1:6379";           // --queue
   std::string prefix = "mooreeval";                     // --queue-prefix: key and group names
+  std::string user;                                     // --redis-user (Redis 6 ACL user; empty: default)
+  std::string password;  // --redis-password-file / MOOREEVAL_REDIS_PASSWORD (empty: no AUTH)
   std::chrono::milliseconds visibility_timeout{60000};  // idle pending jobs older than this are reclaimed
   std::chrono::milliseconds connect_timeout{2000};      // TCP connect to Redis
   std::chrono::milliseconds heartbeat_ttl{10000};       // a worker without a heartbeat this long is gone

@@ -43,6 +43,8 @@ Status Service::start() {
       std::cerr << "mooreeval serve: re-enqueued " << unfinished->size()
                 << " unfinished job(s) from the store\n";
   }
+  if (auto used = store_->used_bytes(); used.ok()) used_bytes_ = *used;
+  retention_ = std::thread([this] { retention_loop(); });
   if (options_.workers.threads > 0) {
     JobQueue* q = queue_.get();
     workers_ =
@@ -55,26 +57,124 @@ Status Service::start() {
 
 void Service::stop() {
   if (stopped_.exchange(true)) return;
+  {
+    std::lock_guard<std::mutex> lock(retention_mu_);
+    retention_cv_.notify_all();
+  }
+  if (retention_.joinable()) retention_.join();
   if (queue_) queue_->shutdown();
   if (workers_) workers_->stop();
   notify_waiters();
 }
 
-Result<std::vector<std::string>> Service::submit(const std::vector<JobRequest>& jobs) {
-  std::vector<JobMessage> messages;
-  std::vector<std::string> ids;
-  for (const auto& j : jobs) {
-    messages.push_back({new_job_id(), j.task_id, j.candidate, j.label});
-    ids.push_back(messages.back().job_id);
+Result<SubmitOutcome> Service::submit(const std::vector<JobRequest>& jobs, const std::string& owner,
+                                      const std::optional<IdempotencyKey>& key, bool owner_quota) {
+  SubmitOutcome out;
+  auto conflict = [&] {
+    out.refused = ApiError{422, "idempotency_conflict",
+                           "Idempotency-Key '" + key->key + "' was used before for a different request"};
+    return out;
+  };
+  // A repeated key answers before any quota: it creates nothing.
+  if (key) {
+    auto earlier = store_->find_key(owner, *key);
+    if (!earlier.ok()) return earlier.status();
+    if (*earlier && (*earlier)->key_conflict) return conflict();
+    if (*earlier) {
+      out.job_ids = (*earlier)->job_ids;
+      out.replayed = true;
+      return out;
+    }
   }
-  MC_RETURN_IF_ERROR(store_->insert_jobs(messages));
+  const int64_t n = static_cast<int64_t>(jobs.size());
+  auto mine = store_->unfinished_count(owner);
+  if (!mine.ok()) return mine.status();
+  auto all = store_->unfinished_total();
+  if (!all.ok()) return all.status();
+  if (owner_quota && *mine + n > options_.quotas.max_unfinished_per_owner) {
+    out.refused = ApiError{429, "quota_exceeded",
+                           "'" + owner + "' has " + std::to_string(*mine) + " unfinished job(s); " +
+                               std::to_string(n) + " more would pass the limit of " +
+                               std::to_string(options_.quotas.max_unfinished_per_owner)};
+  } else if (*all + n > options_.quotas.max_unfinished) {
+    out.refused = ApiError{429, "quota_exceeded",
+                           "the service has " + std::to_string(*all) +
+                               " unfinished jobs (limit " + std::to_string(options_.quotas.max_unfinished) + ")"};
+  } else if (used_bytes_ >= options_.retention.max_store_bytes) {
+    out.refused = ApiError{507, "store_full",
+                           "the job store is at its size bound (" +
+                               std::to_string(options_.retention.max_store_bytes >> 20) +
+                               " MiB) with unfinished or recent jobs; retry later"};
+  }
+  if (out.refused) {
+    out.retry_after_seconds = 5;
+    return out;
+  }
+  std::vector<JobMessage> messages;
+  for (const auto& j : jobs) messages.push_back({new_job_id(), j.task_id, j.candidate, j.label});
+  auto inserted = store_->insert_jobs(messages, owner, key);
+  if (!inserted.ok()) return inserted.status();
+  out.job_ids = inserted->job_ids;
+  out.replayed = inserted->replayed;
+  if (inserted->key_conflict) return conflict();  // a concurrent request took the key
+  if (out.replayed) return out;
   if (Status st = queue_->enqueue(messages); !st.ok()) {
-    // Stored but not queued: cancel them so they do not look pending forever.
-    for (const auto& id : ids) (void)store_->cancel(id);
+    // Stored but not queued: cancel them so they do not look pending forever, and forget
+    // the key so that the client's retry submits afresh.
+    for (const auto& id : out.job_ids) (void)store_->cancel(id);
+    if (key) (void)store_->forget_key(owner, key->key);
     return unavailable("queue: " + st.message());
   }
-  metrics_.record_submitted(ids.size());
-  return ids;
+  metrics_.record_submitted(out.job_ids.size());
+  if (auto used = store_->used_bytes(); used.ok()) used_bytes_ = *used;
+  return out;
+}
+
+void Service::finished(const std::string& job_id) {
+  notify_waiters();
+  if (finish_listener_) finish_listener_(job_id);
+}
+
+Result<PurgeOutcome> Service::enforce_retention() {
+  const double now = unix_now();
+  const auto& r = options_.retention;
+  const double keys_before = now - static_cast<double>(r.key_age.count());
+  PurgeOutcome total;
+  // Purges finished jobs that ended before `before`, 2000 per transaction, while `more()`.
+  auto purge_while = [&](double before, const std::function<bool()>& more) -> Status {
+    while (more()) {
+      auto p = store_->purge(before, 2000, keys_before);
+      if (!p.ok()) return p.status();
+      total.jobs += p->jobs;
+      total.keys += p->keys;
+      auto used = store_->used_bytes();
+      if (!used.ok()) return used.status();
+      used_bytes_ = *used;
+      if (p->jobs < 2000) break;
+    }
+    return {};
+  };
+  // Age, then size: the oldest finished jobs go until the store is under 90% of its bound
+  // (only unfinished jobs left: submissions are refused until they finish).
+  MC_RETURN_IF_ERROR(purge_while(now - static_cast<double>(r.max_age.count()), [] { return true; }));
+  const int64_t target = r.max_store_bytes / 10 * 9;
+  MC_RETURN_IF_ERROR(purge_while(now + 1, [&] { return used_bytes_ >= target; }));
+  if (total.jobs > 0)
+    std::cerr << "mooreeval serve: retention removed " << total.jobs << " finished job(s); store "
+              << (used_bytes_ >> 20) << " MiB in use" << std::endl;
+  return total;
+}
+
+void Service::retention_loop() {
+  std::unique_lock<std::mutex> lock(retention_mu_);
+  while (!stopped_) {
+    retention_cv_.wait_for(lock, options_.retention.interval, [this] { return stopped_.load(); });
+    if (stopped_) break;
+    lock.unlock();
+    if (auto p = enforce_retention(); !p.ok())
+      std::cerr << "mooreeval serve: retention: " << p.status().message() << std::endl;
+    lock.lock();
+  }
 }
 
 Result<std::optional<JobRecord>> Service::wait(const std::string& job_id,
@@ -108,7 +208,7 @@ Result<CancelOutcome> Service::cancel(const std::string& job_id) {
       // The store already says cancelled, and a late result is dropped there; workers
       // that do not hear of it only waste an evaluation.
       std::cerr << "mooreeval serve: cancel " << job_id << ": queue: " << st.message() << "\n";
-    notify_waiters();
+    finished(job_id);
   }
   return outcome;
 }
@@ -124,7 +224,7 @@ Result<CommitOutcome> Service::commit(const ResultMessage& m) {
   if (*outcome == CommitOutcome::kStored) {
     json v = json::parse(m.verdict_json, nullptr, false);
     if (!v.is_discarded()) metrics_.record_verdict(v);
-    notify_waiters();
+    finished(m.job_id);
   } else if (*outcome == CommitOutcome::kDuplicate) {
     metrics_.record_duplicate_result();
   }

@@ -9,6 +9,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
+#include <functional>
+#include <thread>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -25,13 +27,37 @@
 
 namespace musacoder::service {
 
+// What one caller may keep in the service, and how long finished work is kept.
+struct QuotaOptions {
+  int64_t max_unfinished_per_owner = 10000;  // queued + running jobs of one token name (429 above)
+  int64_t max_unfinished = 200000;           // queued + running jobs of everyone (429 above)
+};
+
+struct RetentionOptions {
+  std::chrono::seconds max_age{std::chrono::hours(24 * 7)};  // finished jobs (verdicts, logs) older go
+  int64_t max_store_bytes = int64_t{4} << 30;  // store size bound: oldest finished jobs go first;
+                                               // submissions are refused (507) while still above
+  std::chrono::seconds key_age{std::chrono::hours(24)};       // idempotency keys are honoured this long
+  std::chrono::milliseconds interval{std::chrono::seconds(60)};  // how often the policy runs
+};
+
 struct ServiceOptions {
   std::filesystem::path tasks_dir;  // the suite jobs may name (ids only; no paths from clients)
   StoreOptions store;               // --db
   ServiceLimits limits;             // request limits
+  QuotaOptions quotas;              // per-token and global queue quotas
+  RetentionOptions retention;       // age and size of what the store keeps
   std::string queue_url;            // --queue redis://HOST:PORT; empty: in-process queue
   RedisQueueOptions redis;          // Redis keys and timeouts (url is taken from queue_url)
   WorkerOptions workers;            // local evaluation threads (--workers; 0 only with a Redis queue)
+};
+
+// The answer to a submission.
+struct SubmitOutcome {
+  std::vector<std::string> job_ids;  // in request order (the original ids when replayed)
+  bool replayed = false;             // same idempotency key and request as before: nothing new
+  std::optional<ApiError> refused;   // 429 quota, 507 store full, 422 key reused for another request
+  int retry_after_seconds = 0;       // with 429/507
 };
 
 class Service final : public ResultSink {
@@ -45,8 +71,19 @@ class Service final : public ResultSink {
   Status start();
   void stop();
 
-  // Stores the jobs as queued, then enqueues them; returns their ids in order.
-  Result<std::vector<std::string>> submit(const std::vector<JobRequest>& jobs);
+  // Stores the jobs as queued for `owner`, then enqueues them; the ids in order. Refuses
+  // (outcome.refused) above the owner's or the global quota or the store size bound. With
+  // an idempotency key, a repeated request returns the first one's ids and queues nothing.
+  // `owner_quota` false: the owner's quota does not apply (admin tokens); the global does.
+  Result<SubmitOutcome> submit(const std::vector<JobRequest>& jobs, const std::string& owner = "",
+                               const std::optional<IdempotencyKey>& key = std::nullopt, bool owner_quota = true);
+  // Called (from committing or cancelling threads) with the id of every job that became
+  // done or cancelled; set once, before start().
+  void set_finish_listener(std::function<void(const std::string& job_id)> listener) {
+    finish_listener_ = std::move(listener);
+  }
+  // Applies the retention policy now (also done every retention.interval by a thread).
+  Result<PurgeOutcome> enforce_retention();
   // The job's record once it is done or cancelled, waiting until `deadline` at most;
   // a record still queued/running when the deadline passes is returned as it is.
   Result<std::optional<JobRecord>> wait(const std::string& job_id,
@@ -72,6 +109,8 @@ class Service final : public ResultSink {
 
  private:
   void notify_waiters();
+  void finished(const std::string& job_id);
+  void retention_loop();
 
   ServiceOptions options_;
   eval::Evaluator& evaluator_;
@@ -84,6 +123,11 @@ class Service final : public ResultSink {
   std::mutex wait_mu_;
   std::condition_variable wait_cv_;
   std::atomic<bool> stopped_{false};
+  std::function<void(const std::string&)> finish_listener_;
+  std::atomic<int64_t> used_bytes_{0};  // store size at the last check
+  std::mutex retention_mu_;
+  std::condition_variable retention_cv_;
+  std::thread retention_;
 };
 
 // JSON of a job record for the API: ids, state, timestamps and, when done, the verdict.

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -34,6 +35,7 @@ struct StoreOptions {
 
 struct JobRecord {
   std::string job_id, task_id, label, candidate_sha256;
+  std::string owner;  // name of the token that submitted it ("" for jobs older than tokens)
   std::size_t candidate_bytes = 0;
   JobState state = JobState::kQueued;
   int attempts = 0;    // deliveries that started evaluating (reclaims raise it)
@@ -69,6 +71,23 @@ struct UnfinishedJob {
   int attempts = 0;
 };
 
+// A client's idempotency key for one submitting request (docs/service.md).
+struct IdempotencyKey {
+  std::string key;          // the Idempotency-Key header, 1..128 printable ASCII
+  std::string request_sha;  // SHA-256 of method, path and body: a reused key must carry the same request
+};
+
+struct InsertOutcome {
+  std::vector<std::string> job_ids;  // the stored jobs' ids (the original ones when replayed)
+  bool replayed = false;             // the key was seen before with the same request: nothing inserted
+  bool key_conflict = false;         // the key was seen before with another request: nothing inserted
+};
+
+struct PurgeOutcome {
+  int64_t jobs = 0;  // finished jobs removed with their results and log lines
+  int64_t keys = 0;  // idempotency keys removed
+};
+
 class Store {
  public:
   // Opens (creating if needed) the database and its tables. kInternal on SQLite errors.
@@ -77,9 +96,28 @@ class Store {
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
-  // Inserts queued jobs, all or none (one transaction), each with a `submitted` log line.
-  // The candidate bytes are kept so that unfinished jobs can be recovered.
-  Status insert_jobs(const std::vector<JobMessage>& jobs);
+  // Inserts queued jobs owned by `owner`, all or none (one transaction), each with a
+  // `submitted` log line. The candidate bytes are kept until the job finishes, so that
+  // unfinished jobs can be recovered. With a key: a key already stored for `owner`
+  // inserts nothing and returns the original ids (or key_conflict for another request);
+  // otherwise the key is stored in the same transaction as the jobs.
+  Result<InsertOutcome> insert_jobs(const std::vector<JobMessage>& jobs, const std::string& owner = "",
+                                    const std::optional<IdempotencyKey>& key = std::nullopt);
+  // What insert_jobs would answer for a key already stored (replayed or key_conflict);
+  // nullopt for a new key.
+  Result<std::optional<InsertOutcome>> find_key(const std::string& owner, const IdempotencyKey& key);
+  // Forgets an idempotency key (its jobs could not be queued).
+  Status forget_key(const std::string& owner, const std::string& key);
+  // Jobs of `owner` that are queued or running.
+  Result<int64_t> unfinished_count(const std::string& owner);
+  // Jobs of every owner that are queued or running (an index range, not a table scan).
+  Result<int64_t> unfinished_total();
+  // Bytes of the database file in use (pages minus free pages).
+  Result<int64_t> used_bytes();
+  // Removes finished (done or cancelled) jobs that finished before `before` (Unix
+  // seconds), with their results and log lines, at most `max_jobs`, oldest first; and
+  // idempotency keys older than `keys_before`. Returns what was removed.
+  Result<PurgeOutcome> purge(double before, int64_t max_jobs, double keys_before);
 
   // A worker began attempt `attempt` of a job: queued|running -> running. Ignored (ok) for
   // jobs already done or cancelled.
@@ -105,10 +143,20 @@ class Store {
  private:
   explicit Store(sqlite3* db) : db_(db) {}
   Status exec(const char* sql);
+  Status migrate();
+  Result<std::optional<std::vector<std::string>>> key_jobs_locked(const std::string& owner,
+                                                                  const IdempotencyKey& key, bool& conflict);
   Status append_log_locked(const std::string& job_id, const std::string& event, const std::string& detail);
+
+  Status load_unfinished();
+  void unfinished_delta(const std::string& owner, int64_t delta);
 
   std::mutex mu_;
   sqlite3* db_;  // owned
+  // Queued + running jobs per owner, kept in step with every transaction that changes a
+  // job's state (this process is the store's only writer), so quota checks cost no scan.
+  std::map<std::string, int64_t> unfinished_;  // GUARDED_BY(mu_)
+  int64_t unfinished_total_ = 0;               // GUARDED_BY(mu_)
 };
 
 }  // namespace musacoder::service

@@ -6,8 +6,12 @@
 //   mooreeval launch --listen HOST:PORT ...   (the same service)
 //   mooreeval worker --queue redis://HOST:PORT [--workers N] [evaluation flags]
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
+
+#include "core/run_dir.h"
 
 #include "commands.h"
 #include "service_commands.h"
@@ -33,12 +37,28 @@ struct CommonFlags {
   double max_library_mib = 1024;
 };
 
+// --seed: an unsigned 64-bit integer, with a message that says so (CLI11's own is a
+// bare "could not convert").
+CLI::Validator seed_range() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        uint64_t v = 0;
+        auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (s.empty() || ec != std::errc() || p != s.data() + s.size())
+          return "'" + s + "' is not an integer in [0, 18446744073709551615]";
+        return "";
+      },
+      "UINT64");
+}
+
 void add_common(CLI::App* app, CommonFlags& f, EvalOptions& o) {
   app->add_option("--backend", f.backend, "cpu | cuda | musa")->capture_default_str();
   app->add_option("--tolerance-rtol", o.rtol, "relative tolerance (a task's sidecar overrides)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 0.999999));
   app->add_option("--tolerance-atol", o.atol, "absolute tolerance (a task's sidecar overrides)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 0.999999));
   app->add_option("--benchmark-iters", o.benchmark_iters, "timed calls per side")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
@@ -53,21 +73,27 @@ void add_common(CLI::App* app, CommonFlags& f, EvalOptions& o) {
       ->check(CLI::Range(1.0, 3600.0));
   app->add_option("--reward-scheme", f.reward_scheme, "lesson | tiered | kevin")->capture_default_str();
   app->add_option("--reward-speedup-cap", o.reward.speedup_cap, "lesson scheme: speedup where perf saturates")
-      ->capture_default_str();
-  app->add_option("--gpu", o.gpu_index, "GPU index for the cuda backend")->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 1e6));
+  app->add_option("--gpu", o.gpu_index, "GPU index for the cuda backend")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1023));
   app->add_option("--prestart-runners", o.prestart_runners,
                   "candidate runners started ahead of the run slots (-1: 1 on cpu; on GPUs workers - run "
                   "slots, 4 to 16)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 1024));
   app->add_option("--cuda-max-connections", o.cuda_max_connections,
                   "CUDA_DEVICE_MAX_CONNECTIONS for runners on GPUs (0: the driver's default)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(0, 32));
   app->add_option("--run-slots", o.run_slots, "candidates on the device at once")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
   app->add_option("--cpu-threads", o.cpu_threads, "torch threads in runners (0: default)")
-      ->capture_default_str();
-  app->add_option("--seed", f.seed, "fix the input seeds (default: fresh every evaluation)");
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
+  app->add_option("--seed", f.seed, "fix the input seeds (default: fresh every evaluation)")->check(seed_range());
   app->add_option("--python", f.python, "Python interpreter with torch for the runner")
       ->capture_default_str();
   app->add_option("--runner-dir", f.runner_dir, "directory holding mooreeval_runner/ (default: source tree)");
@@ -75,12 +101,14 @@ void add_common(CLI::App* app, CommonFlags& f, EvalOptions& o) {
   app->add_flag("--no-cache", f.no_cache, "do not use the build cache");
   app->add_option("--cache-max-gb", f.cache_max_gb,
                   "evict least recently used builds above this size (0: never)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
   app->add_option("--build-path", f.build_path,
                   "auto (lean headers where they compile, else load_inline's build) | lean | full")
       ->capture_default_str();
   app->add_option("--build-workers", o.build_workers, "concurrent builds (0: one per core)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
   app->add_flag("--no-warm-runners", f.no_warm, "start a fresh interpreter per runner job (no zygote)");
   app->add_flag("--no-resident-reference", f.no_resident,
                 "run each reference in a process of its own, not in a resident server per run slot");
@@ -222,6 +250,52 @@ void add_service_flags(CLI::App* app, musacoder::tools::ServeCommand& c) {
                   "seconds POST /v1/evaluate waits when the request names no deadline")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 3600.0));
+  app->add_option("--auth", c.auth, "tokens | none (none: no authentication, loopback --listen only)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"tokens", "none"}));
+  app->add_option("--tokens", c.tokens_file,
+                  "API token table: lines '<name> <scope> <sha256>' (`mooreeval token`); default: "
+                  "$MOOREEVAL_TOKENS");
+  app->add_option("--allowed-host", c.allowed_hosts,
+                  "Host header name served besides IP literals and localhost (repeatable; e.g. behind a proxy)");
+  app->add_option("--allowed-origin", c.allowed_origins,
+                  "browser Origin allowed to call the API (repeatable; default none)");
+  app->add_option("--redis-user", c.redis_user, "Redis ACL user (password: --redis-password-file or "
+                                                "$MOOREEVAL_REDIS_PASSWORD)");
+  app->add_option("--redis-password-file", c.redis_password_file, "file whose first line is the Redis password");
+  app->add_option("--max-connections", c.max_connections,
+                  "open connections; at the cap the longest-stalled one is closed for a new one")
+      ->capture_default_str()
+      ->check(CLI::Range(8, 1000000));
+  app->add_option("--header-timeout", c.header_timeout_seconds, "seconds to receive a request's head")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  app->add_option("--body-timeout", c.body_timeout_seconds, "seconds to receive a request's body")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  app->add_option("--rate-limit", c.rate_per_second, "submitting requests/s per token name (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
+  app->add_option("--rate-burst", c.rate_burst, "submitting requests at once after idling, per token name")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1e6));
+  app->add_option("--max-unfinished-per-token", c.max_unfinished_per_token,
+                  "queued + running jobs per token name (429 above)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  app->add_option("--max-unfinished", c.max_unfinished, "queued + running jobs in all (429 above)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  app->add_option("--retention-days", c.retention_days, "finished jobs, verdicts and logs are kept this long")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 36500.0));
+  app->add_option("--max-store-mb", c.max_store_mb,
+                  "store size bound: oldest finished jobs go first; submissions get 507 while above")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1e9));
+  app->add_option("--retention-interval", c.retention_interval_seconds, "seconds between retention passes")
+      ->capture_default_str()
+      ->check(CLI::Range(0.05, 86400.0));
 }
 
 }  // namespace
@@ -309,7 +383,20 @@ int main(int argc, char** argv) {
       ->add_option("--keep-alive-seconds", worker_cmd.keep_alive_seconds,
                    "heartbeat and in-flight refresh period (default: visibility timeout / 4)")
       ->check(CLI::Range(0.05, 3600.0));
+  worker->add_option("--redis-user", worker_cmd.redis_user,
+                     "Redis ACL user (password: --redis-password-file or $MOOREEVAL_REDIS_PASSWORD)");
+  worker->add_option("--redis-password-file", worker_cmd.redis_password_file,
+                     "file whose first line is the Redis password");
   add_common(worker, worker_flags, worker_opts);
+
+  t::TokenCommand token_cmd;
+  auto* token = app.add_subcommand(
+      "token", "make an API token for `serve`: prints the token once; its hash goes to the token table");
+  token->add_option("--name", token_cmd.name, "owner name of the jobs this token submits")->required();
+  token->add_option("--scope", token_cmd.scope, "read | submit | admin")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"read", "submit", "admin"}));
+  token->add_option("--append-to", token_cmd.append_to, "append the table line to this file (created 0600)");
 
   try {
     app.parse(argc, argv);
@@ -318,26 +405,45 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : t::kExitBadInput;
   }
   auto fail = [](const std::string& message) {
-    std::cerr << "mooreeval: error: " << message << "\n";
+    std::cerr << "mooreeval: error: " << (message.empty() ? "invalid flags (no detail)" : message) << "\n";
     return t::kExitBadInput;
   };
+  // Every temp dir of this run goes under one locked run dir; dead runs' dirs are swept.
+  std::optional<musacoder::RunDir> run_dir;
+  auto own_run_dir = [&run_dir](EvalOptions& o) -> std::string {
+    if (o.keep_work_dirs) return "";  // kept dirs stay where they are, for debugging
+    const auto swept = musacoder::sweep_dead_runs(o.work_root);
+    if (swept.removed > 0)
+      std::cerr << "mooreeval: removed " << swept.removed << " temp dir(s) of dead runs\n";
+    if (!swept.first_error.empty()) std::cerr << "mooreeval: note: sweep: " << swept.first_error << "\n";
+    auto dir = musacoder::RunDir::create(o.work_root);
+    if (!dir.ok()) return dir.status().message();
+    run_dir.emplace(std::move(*dir));
+    o.work_root = run_dir->path();
+    return "";
+  };
+  auto prepare = [&](const CommonFlags& f, CLI::App* sub, EvalOptions& o) -> std::string {
+    if (auto e = resolve(f, sub, o); !e.empty()) return e;
+    return own_run_dir(o);
+  };
+  if (token->parsed()) return t::run_token(token_cmd);
   if (eval->parsed()) {
-    if (auto e = resolve(eval_flags, eval, eval_opts); !e.empty()) return fail(e);
+    if (auto e = prepare(eval_flags, eval, eval_opts); !e.empty()) return fail(e);
     return t::run_eval(eval_cmd, eval_opts);
   }
   if (batch->parsed()) {
-    if (auto e = resolve(batch_flags, batch, batch_opts); !e.empty()) return fail(e);
+    if (auto e = prepare(batch_flags, batch, batch_opts); !e.empty()) return fail(e);
     return t::run_eval_batch(batch_cmd, batch_opts);
   }
   if (serve->parsed()) {
-    if (auto e = resolve(serve_flags, serve, serve_opts); !e.empty()) return fail(e);
+    if (auto e = prepare(serve_flags, serve, serve_opts); !e.empty()) return fail(e);
     return t::run_serve(serve_cmd, serve_launch, serve_opts);
   }
   if (worker->parsed()) {
-    if (auto e = resolve(worker_flags, worker, worker_opts); !e.empty()) return fail(e);
+    if (auto e = prepare(worker_flags, worker, worker_opts); !e.empty()) return fail(e);
     return t::run_worker(worker_cmd, worker_opts);
   }
-  if (auto e = resolve(launch_flags, launch, launch_opts); !e.empty()) return fail(e);
+  if (auto e = prepare(launch_flags, launch, launch_opts); !e.empty()) return fail(e);
   if (launch->count("--listen")) return t::run_serve(launch_serve, launch_cmd, launch_opts);
   return t::run_launch(launch_cmd, launch_opts);
 }

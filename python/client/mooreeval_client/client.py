@@ -5,9 +5,11 @@ import asyncio
 import base64
 import http.client
 import json
+import os
 import threading
 import time
 import urllib.parse
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -100,6 +102,37 @@ def _raise_for(status: int, payload: Any) -> None:
     )
 
 
+def new_idempotency_key() -> str:
+    """A fresh Idempotency-Key: the server returns the first request's jobs for a repeat."""
+    return uuid.uuid4().hex
+
+
+# Transport failures and these statuses are retried, and only for requests that are safe to
+# repeat: reads, cancels, and submissions that carry an Idempotency-Key.
+_RETRY_STATUSES = (429, 503)
+
+
+def _retry_delay(attempt: int, backoff: float, payload_headers: Optional[Dict[str, str]]) -> float:
+    after = (payload_headers or {}).get("retry-after")
+    if after:
+        try:
+            return min(60.0, max(0.0, float(after)))
+        except ValueError:
+            pass
+    return backoff * (2 ** attempt)
+
+
+def _headers(token: Optional[str], has_body: bool, key: Optional[str]) -> Dict[str, str]:
+    h: Dict[str, str] = {}
+    if has_body:
+        h["Content-Type"] = "application/json"
+    if token:
+        h["Authorization"] = f"Bearer {token}"
+    if key:
+        h["Idempotency-Key"] = key
+    return h
+
+
 def _split_url(url: str) -> Tuple[str, int]:
     u = urllib.parse.urlsplit(url if "://" in url else "http://" + url)
     if u.scheme != "http":
@@ -164,83 +197,121 @@ class Client:
 
     Args:
       url: the service, e.g. "http://127.0.0.1:8080".
+      token: API token (docs/security.md); default $MOOREEVAL_TOKEN.
       timeout: socket timeout of one HTTP request, seconds.
       max_batch: jobs per POST /v1/batches (≤ the server's --max-batch).
+      retries: repeats of a request that failed in transport or got 429/503 -- only for
+        requests safe to repeat: reads, cancels and submissions, which always carry an
+        Idempotency-Key (the server answers a repeat with the first request's jobs).
+      backoff: first delay between repeats, seconds (doubling; a Retry-After wins).
     """
 
-    def __init__(self, url: str = "http://127.0.0.1:8080", timeout: float = 60.0, max_batch: int = 256):
+    def __init__(self, url: str = "http://127.0.0.1:8080", timeout: float = 60.0, max_batch: int = 256,
+                 token: Optional[str] = None, retries: int = 3, backoff: float = 0.5):
         self.url = url
         self.host, self.port = _split_url(url)
         self.timeout = timeout
         self.max_batch = max_batch
+        self.token = token if token is not None else os.environ.get("MOOREEVAL_TOKEN")
+        self.retries, self.backoff = retries, backoff
         self._local = threading.local()
 
     # -- transport ---------------------------------------------------------------------
-    def _request(self, method: str, path: str, body: Any = None, timeout: Optional[float] = None) -> Tuple[int, Any]:
+    def _once(self, method: str, path: str, data: Optional[bytes], headers: Dict[str, str],
+              timeout: float) -> Tuple[int, bytes, Dict[str, str]]:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+            self._local.conn = conn
+        conn.timeout = timeout
+        try:
+            conn.request(method, path, body=data, headers=headers)
+            resp = conn.getresponse()
+            raw = resp.read()
+        except BaseException:
+            conn.close()
+            self._local.conn = None
+            raise
+        if resp.getheader("Connection", "").lower() == "close":
+            conn.close()
+            self._local.conn = None
+        return resp.status, raw, {k.lower(): v for k, v in resp.getheaders()}
+
+    def _request(self, method: str, path: str, body: Any = None, timeout: Optional[float] = None,
+                 key: Optional[str] = None, safe: bool = False) -> Tuple[int, Any]:
+        """One request; repeated (up to `retries`) only when `safe` or `key` is given."""
         data = None if body is None else json.dumps(body).encode("utf-8")
-        headers = {"Content-Type": "application/json"} if data is not None else {}
-        for attempt in (0, 1):  # one silent retry when a kept-alive connection went stale
-            conn = getattr(self._local, "conn", None)
-            if conn is None:
-                conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout or self.timeout)
-                self._local.conn = conn
-            conn.timeout = timeout or self.timeout
+        headers = _headers(self.token, data is not None, key)
+        repeatable = safe or key is not None
+        attempt = 0
+        while True:
             try:
-                conn.request(method, path, body=data, headers=headers)
-                resp = conn.getresponse()
-                raw = resp.read()
-                break
+                status, raw, resp_headers = self._once(method, path, data, headers, timeout or self.timeout)
             except (ConnectionError, http.client.HTTPException, OSError) as e:
-                conn.close()
-                self._local.conn = None
-                if attempt == 1:
+                if not repeatable or attempt >= self.retries:
                     raise MooreEvalError(f"cannot reach MooreEval at {self.url}: {e}") from e
+                time.sleep(_retry_delay(attempt, self.backoff, None))
+                attempt += 1
+                continue
+            if status in _RETRY_STATUSES and repeatable and attempt < self.retries:
+                time.sleep(_retry_delay(attempt, self.backoff, resp_headers))
+                attempt += 1
+                continue
+            break
         try:
             payload = json.loads(raw) if raw else None
         except ValueError:
             payload = raw.decode("utf-8", "replace")
-        return resp.status, payload
+        return status, payload
 
-    def _call(self, method: str, path: str, body: Any = None, timeout: Optional[float] = None) -> Any:
-        status, payload = self._request(method, path, body, timeout)
+    def _call(self, method: str, path: str, body: Any = None, timeout: Optional[float] = None,
+              key: Optional[str] = None, safe: bool = False) -> Any:
+        status, payload = self._request(method, path, body, timeout, key=key, safe=safe)
         _raise_for(status, payload)
         return payload
 
     # -- API ---------------------------------------------------------------------------
     def health(self) -> Dict[str, Any]:
-        return self._call("GET", "/healthz")
+        return self._call("GET", "/healthz", safe=True)
 
     def tasks(self) -> List[str]:
-        return [t["id"] for t in self._call("GET", "/v1/tasks")["tasks"]]
+        return [t["id"] for t in self._call("GET", "/v1/tasks", safe=True)["tasks"]]
 
-    def submit(self, task: str, candidate: Candidate, label: str = "") -> str:
-        return self._call("POST", "/v1/jobs", _job_body(task, candidate, label))["job_id"]
+    def submit(self, task: str, candidate: Candidate, label: str = "", idempotency_key: Optional[str] = None) -> str:
+        key = idempotency_key or new_idempotency_key()
+        return self._call("POST", "/v1/jobs", _job_body(task, candidate, label), key=key)["job_id"]
 
-    def submit_batch(self, items: Sequence[Tuple[str, Candidate]]) -> List[str]:
+    def submit_batch(self, items: Sequence[Tuple[str, Candidate]], idempotency_key: Optional[str] = None) -> List[str]:
+        """Submits all items in one request. A timed-out request is repeated with the same
+        Idempotency-Key, so the service creates the jobs once."""
         jobs = [_job_body(t, c) for t, c in items]
-        return self._call("POST", "/v1/batches", {"jobs": jobs})["job_ids"]
+        key = idempotency_key or new_idempotency_key()
+        return self._call("POST", "/v1/batches", {"jobs": jobs}, key=key)["job_ids"]
 
     def job(self, job_id: str) -> Dict[str, Any]:
-        return self._call("GET", f"/v1/jobs/{job_id}")
+        return self._call("GET", f"/v1/jobs/{job_id}", safe=True)
 
     def lookup(self, job_ids: Sequence[str]) -> List[Dict[str, Any]]:
-        return self._call("POST", "/v1/jobs/lookup", {"job_ids": list(job_ids)})["jobs"]
+        return self._call("POST", "/v1/jobs/lookup", {"job_ids": list(job_ids)}, safe=True)["jobs"]
 
     def cancel(self, job_id: str) -> bool:
         """True when the job is (now) cancelled; False when it had already finished."""
-        status, payload = self._request("POST", f"/v1/jobs/{job_id}/cancel")
+        status, payload = self._request("POST", f"/v1/jobs/{job_id}/cancel", safe=True)
         if status == 409:
             return False
         _raise_for(status, payload)
         return True
 
-    def evaluate(self, task: str, candidate: Candidate, deadline: float = 600.0, cancel_on_deadline: bool = True) -> Verdict:
+    def evaluate(self, task: str, candidate: Candidate, deadline: float = 600.0, cancel_on_deadline: bool = True,
+                 idempotency_key: Optional[str] = None) -> Verdict:
         """Evaluates one candidate synchronously. A deadline that passes gives an
-        infra_error Verdict (stage "client") and, by default, cancels the job."""
+        infra_error Verdict (stage "client") and, by default, cancels the job. A repeat
+        after a lost connection carries the same Idempotency-Key: it waits for the same job."""
         body = _job_body(task, candidate)
         body["deadline_seconds"] = deadline
         body["cancel_on_deadline"] = cancel_on_deadline
-        status, payload = self._request("POST", "/v1/evaluate", body, timeout=deadline + 30)
+        key = idempotency_key or new_idempotency_key()
+        status, payload = self._request("POST", "/v1/evaluate", body, timeout=deadline + 30, key=key)
         if status == 504:
             return Verdict.client_side_infra(task, payload["error"]["message"], payload.get("job_id", ""))
         _raise_for(status, payload)
@@ -283,20 +354,44 @@ class Client:
 class AsyncClient:
     """asyncio client (one HTTP/1.1 connection per request, standard library only)."""
 
-    def __init__(self, url: str = "http://127.0.0.1:8080", timeout: float = 60.0, max_batch: int = 256):
+    def __init__(self, url: str = "http://127.0.0.1:8080", timeout: float = 60.0, max_batch: int = 256,
+                 token: Optional[str] = None, retries: int = 3, backoff: float = 0.5):
         self.url = url
         self.host, self.port = _split_url(url)
         self.timeout = timeout
         self.max_batch = max_batch
+        self.token = token if token is not None else os.environ.get("MOOREEVAL_TOKEN")
+        self.retries, self.backoff = retries, backoff
 
-    async def _request(self, method: str, path: str, body: Any = None, timeout: Optional[float] = None) -> Tuple[int, Any]:
+    async def _request(self, method: str, path: str, body: Any = None, timeout: Optional[float] = None,
+                       key: Optional[str] = None, safe: bool = False) -> Tuple[int, Any]:
+        """As Client._request: repeated only when `safe` or `key` is given."""
+        attempt = 0
+        while True:
+            try:
+                status, payload, retry_after = await self._once(method, path, body, timeout, key)
+            except MooreEvalError:
+                if not (safe or key) or attempt >= self.retries:
+                    raise
+                await asyncio.sleep(_retry_delay(attempt, self.backoff, None))
+                attempt += 1
+                continue
+            if status in _RETRY_STATUSES and (safe or key) and attempt < self.retries:
+                await asyncio.sleep(_retry_delay(attempt, self.backoff, {"retry-after": retry_after}))
+                attempt += 1
+                continue
+            return status, payload
+
+    async def _once(self, method: str, path: str, body: Any, timeout: Optional[float],
+                    key: Optional[str]) -> Tuple[int, Any, str]:
         data = b"" if body is None else json.dumps(body).encode("utf-8")
+        extra = "".join(f"{k}: {v}\r\n" for k, v in _headers(self.token, body is not None, key).items())
         head = (
             f"{method} {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\nConnection: close\r\n"
-            f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
+            f"{extra}Content-Length: {len(data)}\r\n\r\n"
         ).encode("ascii")
 
-        async def roundtrip() -> Tuple[int, bytes]:
+        async def roundtrip() -> Tuple[int, bytes, str]:
             reader, writer = await asyncio.open_connection(self.host, self.port)
             try:
                 writer.write(head + data)
@@ -306,7 +401,7 @@ class AsyncClient:
                 if len(parts) < 2:
                     raise MooreEvalError(f"bad HTTP status line from {self.url}: {status_line!r}")
                 status = int(parts[1])
-                length = None
+                length, retry_after = None, ""
                 while True:
                     line = await reader.readline()
                     if line in (b"\r\n", b"\n", b""):
@@ -314,8 +409,10 @@ class AsyncClient:
                     name, _, value = line.decode("latin-1").partition(":")
                     if name.strip().lower() == "content-length":
                         length = int(value.strip())
+                    elif name.strip().lower() == "retry-after":
+                        retry_after = value.strip()
                 raw = await (reader.readexactly(length) if length is not None else reader.read())
-                return status, raw
+                return status, raw, retry_after
             finally:
                 writer.close()
                 try:
@@ -324,25 +421,26 @@ class AsyncClient:
                     pass
 
         try:
-            status, raw = await asyncio.wait_for(roundtrip(), timeout or self.timeout)
+            status, raw, retry_after = await asyncio.wait_for(roundtrip(), timeout or self.timeout)
         except (ConnectionError, OSError, asyncio.IncompleteReadError, asyncio.TimeoutError) as e:
             raise MooreEvalError(f"cannot reach MooreEval at {self.url}: {e!r}") from e
         try:
             payload = json.loads(raw) if raw else None
         except ValueError:
             payload = raw.decode("utf-8", "replace")
-        return status, payload
+        return status, payload, retry_after
 
-    async def _call(self, method: str, path: str, body: Any = None, timeout: Optional[float] = None) -> Any:
-        status, payload = await self._request(method, path, body, timeout)
+    async def _call(self, method: str, path: str, body: Any = None, timeout: Optional[float] = None,
+                    key: Optional[str] = None, safe: bool = False) -> Any:
+        status, payload = await self._request(method, path, body, timeout, key=key, safe=safe)
         _raise_for(status, payload)
         return payload
 
     async def health(self) -> Dict[str, Any]:
-        return await self._call("GET", "/healthz")
+        return await self._call("GET", "/healthz", safe=True)
 
     async def cancel(self, job_id: str) -> bool:
-        status, payload = await self._request("POST", f"/v1/jobs/{job_id}/cancel")
+        status, payload = await self._request("POST", f"/v1/jobs/{job_id}/cancel", safe=True)
         if status == 409:
             return False
         _raise_for(status, payload)
@@ -352,7 +450,8 @@ class AsyncClient:
         body = _job_body(task, candidate)
         body["deadline_seconds"] = deadline
         body["cancel_on_deadline"] = cancel_on_deadline
-        status, payload = await self._request("POST", "/v1/evaluate", body, timeout=deadline + 30)
+        status, payload = await self._request("POST", "/v1/evaluate", body, timeout=deadline + 30,
+                                              key=new_idempotency_key())
         if status == 504:
             return Verdict.client_side_infra(task, payload["error"]["message"], payload.get("job_id", ""))
         _raise_for(status, payload)
@@ -376,12 +475,13 @@ class AsyncClient:
             idx = st.to_submit(self.max_batch)
             if idx:
                 jobs = [_job_body(*st.items[i]) for i in idx]
-                ids = (await self._call("POST", "/v1/batches", {"jobs": jobs}))["job_ids"]
+                ids = (await self._call("POST", "/v1/batches", {"jobs": jobs}, key=new_idempotency_key()))["job_ids"]
                 st.in_flight.update(zip(ids, idx))
             if st.in_flight:
                 ids = list(st.in_flight)
                 chunks = [ids[k : k + self.max_batch] for k in range(0, len(ids), self.max_batch)]
-                replies = await asyncio.gather(*(self._call("POST", "/v1/jobs/lookup", {"job_ids": c}) for c in chunks))
+                replies = await asyncio.gather(
+                    *(self._call("POST", "/v1/jobs/lookup", {"job_ids": c}, safe=True) for c in chunks))
                 for r in replies:
                     st.absorb(r["jobs"])
                 if st.in_flight and not st.to_submit_pending():

@@ -18,7 +18,7 @@ import os
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from .client import Client, MooreEvalError, MooreEvalInfraError, Verdict
+from .client import Client, MooreEvalError, MooreEvalInfraError, Verdict, new_idempotency_key
 
 
 def _with_retries(run: Callable[[], Verdict], retries: int, backoff: float, sleep=time.sleep) -> Verdict:
@@ -63,8 +63,18 @@ def make_verl_compute_score(
 
     def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_info: Optional[Dict] = None):
         task = (extra_info or {}).get("task") or ground_truth
+        # One key while the service cannot be reached (a repeat must not evaluate twice);
+        # a fresh one after an infra_error verdict (the service answered: evaluate anew).
+        key = [new_idempotency_key()]
+
+        def attempt() -> Verdict:
+            v = client.evaluate(str(task), solution_str, deadline=deadline, idempotency_key=key[0])
+            if v.infra_error:
+                key[0] = new_idempotency_key()
+            return v
+
         try:
-            v = _with_retries(lambda: client.evaluate(str(task), solution_str, deadline=deadline), retries, backoff)
+            v = _with_retries(attempt, retries, backoff)
         except MooreEvalInfraError:
             if on_infra == "none":
                 return None

@@ -18,13 +18,29 @@ def _binary() -> pathlib.Path:
     return path
 
 
+def _token(tmp: pathlib.Path, name: str, scope: str) -> str:
+    out = subprocess.run([str(_binary()), "token", "--name", name, "--scope", scope, "--append-to",
+                          str(tmp / "tokens")], check=True, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+@pytest.fixture(scope="session")
+def admin_token(server_url):
+    return os.environ["MOOREEVAL_TEST_ADMIN_TOKEN"]
+
+
 @pytest.fixture(scope="session")
 def server_url(tmp_path_factory):
+    """The server, with token auth; the session's clients find their token in $MOOREEVAL_TOKEN."""
     tmp = tmp_path_factory.mktemp("mooreeval")
+    os.environ["MOOREEVAL_TOKEN"] = _token(tmp, "client-tests", "submit")
+    os.environ["MOOREEVAL_TEST_ADMIN_TOKEN"] = _token(tmp, "ops", "admin")
     log = open(tmp / "server.log", "w+")
     proc = subprocess.Popen(
         [str(_binary()), "serve", "--listen", "127.0.0.1:0", "--db", str(tmp / "client.db"), "--workers", "1",
-         "--no-cache"],
+         "--tokens", str(tmp / "tokens"), "--rate-limit", "1000", "--rate-burst", "1000",
+         # The build cache the C++ tests share (build/test-build-cache): the lean shim is built once.
+         "--cache-dir", str(_binary().parent.parent.parent / "test-build-cache")],
         stdout=log, stderr=subprocess.STDOUT)
     url = None
     for _ in range(600):

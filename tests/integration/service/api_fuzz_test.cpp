@@ -25,7 +25,7 @@ class ApiFuzz : public ::testing::Test {
     fs::create_directories(dir_);
     server_ = std::make_unique<Child>(
         std::vector<std::string>{kMooreEval.string(), "serve", "--listen", "127.0.0.1:0", "--db",
-                                 (dir_ / "fuzz.db").string(), "--workers", "1", "--max-batch", "64",
+                                 (dir_ / "fuzz.db").string(), "--workers", "1", "--auth", "none", "--max-batch", "64",
                                  "--max-body-bytes", std::to_string(4 << 20), "--no-cache"},
         dir_ / "server.log");
     auto port = server_->wait_for("listening on 127\\.0\\.0\\.1:([0-9]+)", 60s);

@@ -19,6 +19,9 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
+// The build cache the CLI tests share (the lean shim is built once, not per server).
+const std::string kTestCache = "--cache-dir=" + (std::filesystem::path(MUSACODER_BINARY_DIR) / "test-build-cache").string();
+
 const fs::path kSource = MUSACODER_SOURCE_DIR;
 const fs::path kBinary = MUSACODER_BINARY_DIR;
 
@@ -106,7 +109,7 @@ class Fleet : public ::testing::Test {
   void start_server() {
     std::vector<std::string> argv = {
         kMooreEval.string(),          "serve",   "--listen", "127.0.0.1:0", "--db",
-        (dir_ / "fleet.db").string(), "--queue", queue_,     "--workers",   "0"};
+        (dir_ / "fleet.db").string(), "--queue", queue_,     "--workers",   "0", "--auth", "none"};
     for (auto& f : eval_flags()) argv.push_back(f);
     server_ = std::make_unique<Child>(argv, dir_ / "server.log");
     auto port = server_->wait_for("listening on 127\\.0\\.0\\.1:([0-9]+)", 60s);
@@ -288,6 +291,56 @@ TEST_F(Fleet, JobThatKeepsKillingWorkersBecomesInfraError) {
   EXPECT_EQ(job["verdict"]["verdict"], "infra_error");
   EXPECT_NE(job["verdict"]["message"].get<std::string>().find("killed 1 workers"), std::string::npos);
   EXPECT_TRUE(job["verdict"]["reward"].is_null());
+}
+
+}  // namespace
+}  // namespace musacoder::testing
+
+namespace musacoder::testing {
+namespace {
+
+// Redis with a password for the default user and an ACL user for the fleet: workers and
+// the server authenticate (--redis-user, --redis-password-file); wrong or missing
+// credentials fail at start with a message, never silently.
+TEST(FleetAuth, WorkerAndServerAuthenticateToRedis) {
+  if (::system("command -v redis-server >/dev/null 2>&1") != 0) GTEST_SKIP() << "redis-server not installed";
+  const fs::path dir = fs::temp_directory_path() / ("mc-fleet-auth-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const int port = free_port();
+  Child redis({"redis-server", "--port", std::to_string(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
+               "no", "--dir", dir.string(), "--requirepass", "default-secret", "--user", "evaluator", "on",
+               ">fleet-secret", "~mooreeval*", "&*", "+@all"},
+              dir / "redis.log");
+  ASSERT_TRUE(redis.wait_for("Ready to accept connections", 20s)) << redis.log();
+  const std::string queue = "redis://127.0.0.1:" + std::to_string(port);
+  ASSERT_TRUE(write_file_atomic(dir / "good", "fleet-secret\n").ok());
+  ASSERT_TRUE(write_file_atomic(dir / "bad", "guess\n").ok());
+  auto worker = [&](const std::string& name, std::vector<std::string> extra) {
+    std::vector<std::string> argv = {kMooreEval.string(), "worker", "--queue", queue, "--name", name, kTestCache};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return std::make_unique<Child>(argv, dir / (name + ".log"));
+  };
+  auto none = worker("none", {});
+  EXPECT_TRUE(none->wait_for("NOAUTH|Authentication required", 120s)) << none->log();
+  auto wrong = worker("wrong", {"--redis-user", "evaluator", "--redis-password-file", (dir / "bad").string()});
+  EXPECT_TRUE(wrong->wait_for("refused the credentials", 120s)) << wrong->log();
+  EXPECT_EQ(wrong->log().find("guess"), std::string::npos);  // the password is never printed
+  auto good = worker("good", {"--redis-user", "evaluator", "--redis-password-file", (dir / "good").string()});
+  ASSERT_TRUE(good->wait_for("pulling from", 120s)) << good->log();
+  Child server({kMooreEval.string(), "serve", "--listen", "127.0.0.1:0", "--auth", "none", "--db",
+                (dir / "s.db").string(), "--queue", queue, "--workers", "0", "--redis-user", "evaluator",
+                "--redis-password-file", (dir / "good").string(), kTestCache},
+               dir / "server.log");
+  auto http = server.wait_for("listening on 127\\.0\\.0\\.1:([0-9]+)", 120s);
+  ASSERT_TRUE(http) << server.log();
+  Api api(std::stoi(*http));
+  auto r = api.post("/v1/evaluate", {{"task", "elementwise/add"}, {"candidate", "prose"}, {"deadline_seconds", 120}});
+  EXPECT_EQ(r.status, 200) << r.raw << server.log() << good->log();
+  EXPECT_EQ(r.body["verdict"]["verdict"], "format_error");
+  good->kill(SIGTERM);
+  server.kill(SIGTERM);
+  fs::remove_all(dir);
 }
 
 }  // namespace
