@@ -15,6 +15,7 @@ What MUSA offers for each step the harness takes on CUDA (torch_musa 2.9 mirrors
   CUDA-written candidates ................... torchada (when installed) redirects torch.cuda / "cuda"
                                               device strings to MUSA, as the lesson runs its CUDA dataset
 """
+import importlib.metadata
 import importlib.util
 import os
 import re
@@ -131,7 +132,6 @@ def _torch_musa_location():
     pkg = list(spec.submodule_search_locations)[0]
     version = ""
     try:
-        import importlib.metadata
         version = importlib.metadata.version("torch_musa")
     except Exception:  # noqa: BLE001  (a source checkout has no dist-info: read version.py)
         path = os.path.join(pkg, "version.py")
@@ -169,7 +169,7 @@ def musa_profile():
     import torch
     profile = {"missing": []}
     home = find_musa_home()
-    mcc = os.environ.get("MUSA_MCC") or (os.path.join(home, "bin", "mcc") if home else "")
+    mcc = os.environ.get("PYTORCH_MCC") or (os.path.join(home, "bin", "mcc") if home else "")
     if not home:
         profile["missing"].append("the MUSA SDK (no MUSA_HOME / MUSA_PATH, no mcc on PATH, no /usr/local/musa)")
     elif not os.path.isfile(mcc):
@@ -181,9 +181,9 @@ def musa_profile():
     if pkg:
         try:
             _import_torch_musa()
-            importable = True
             available = torch.musa.is_available()
             device_names = [torch.musa.get_device_name(i) for i in range(torch.musa.device_count())]
+            importable = True
         except Exception as e:  # noqa: BLE001  (no driver: the build can still be described)
             profile["import_error"] = str(e)[:300]
     root = os.path.dirname(pkg) if pkg else ""
@@ -197,6 +197,8 @@ def musa_profile():
         "torch_musa/share/torch_musa_codegen")] + [root, os.path.join(home, "include")]
     ldflags = ["-L" + torch_lib, "-lc10", "-ltorch_cpu", "-L" + os.path.join(pkg, "lib"), "-ltorch",
                "-ltorch_python", "-lmusa_python", "-lmusa_kernels", "-L" + os.path.join(home, lib_dir), "-lmusart"]
+    ldflags_cpu = ["-L" + torch_lib, "-lc10", "-ltorch_cpu", "-ltorch", "-ltorch_python", "-lmusa_python",
+                   "-lmusa_kernels"]
     mudnn = os.environ.get("MUDNN_HOME") or os.environ.get("MUDNN_PATH")
     if mudnn:
         includes.append(os.path.join(mudnn, "include"))
@@ -205,6 +207,7 @@ def musa_profile():
         "musa_home": home, "mcc": mcc if os.path.isfile(mcc) else "", "sdk_version": _sdk_version(home, mcc)
         if os.path.isfile(mcc) else "", "torch_musa_version": tm_version, "torch_musa_dir": pkg,
         "include_paths": includes if pkg and home else [], "ldflags": ldflags if pkg and home else [],
+        "ldflags_cpu": ldflags_cpu if pkg else [],
         "mcc_flags": [], "cxx_std": "c++17", "python_include": sysconfig.get_path("include", scheme="posix_prefix"),
         "arch_flags": _arch_flags(importable), "available": available, "device_names": device_names,
     })
@@ -218,9 +221,43 @@ def _cross_check(profile):
     from torch_musa.utils import musa_extension as me
     theirs = {"include_paths": list(me.include_paths(True)),
               "ldflags": list(me._prepare_ldflags([], True, False, False)),
+              "ldflags_cpu": list(me._prepare_ldflags([], False, False, False)),
               "mcc_flags": list(me.COMMON_MCC_FLAGS)}
     for key, value in theirs.items():
         if value != profile[key]:
             raise RuntimeError("torch_musa %s's musa_extension gives %s = %s, MooreEval derived %s: update "
                                "python/mooreeval_runner/devices.py" % (profile["torch_musa_version"], key, value,
                                                                       profile[key]))
+
+
+# --- torch_musa's load_inline, seen by the harness as torch's ---
+
+def musa_extension_module():
+    """torch_musa.utils.musa_extension when torch_musa is installed and imports here, else None (on
+    machines without torch_musa nothing is imported)."""
+    if importlib.util.find_spec("torch_musa") is None:
+        return None
+    try:
+        from torch_musa.utils import musa_extension
+        return musa_extension
+    except Exception:  # noqa: BLE001  (no driver in this process: a candidate importing it fails alike)
+        return None
+
+
+def musa_load_inline_adapter(load_inline):
+    """torch_musa's load_inline signature (musa_sources, extra_musa_cflags, with_musa) mapped onto torch's,
+    so a native MUSA submission is recorded and served like a CUDA one (its musa_sources are the spec's
+    device sources; the musa build compiles them with mcc)."""
+    def adapted(name, cpp_sources, musa_sources=None, sycl_sources=None, functions=None, extra_cflags=None,
+                extra_musa_cflags=None, extra_sycl_cflags=None, extra_ldflags=None, extra_include_paths=None,
+                build_directory=None, verbose=False, with_musa=None, with_sycl=None, is_python_module=True,
+                with_pytorch_error_handling=True, keep_intermediates=True, use_pch=False):
+        return load_inline(name, cpp_sources, cuda_sources=musa_sources, sycl_sources=sycl_sources,
+                           functions=functions, extra_cflags=extra_cflags, extra_cuda_cflags=extra_musa_cflags,
+                           extra_sycl_cflags=extra_sycl_cflags, extra_ldflags=extra_ldflags,
+                           extra_include_paths=extra_include_paths, build_directory=build_directory,
+                           verbose=verbose, with_cuda=with_musa, with_sycl=with_sycl,
+                           is_python_module=is_python_module,
+                           with_pytorch_error_handling=with_pytorch_error_handling,
+                           keep_intermediates=keep_intermediates, use_pch=use_pch)
+    return adapted
