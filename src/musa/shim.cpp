@@ -1,5 +1,6 @@
 // The reverse shim (musa.h): a header of MUSA -> CUDA name macros and namespace aliases, and a
 // MUSA-ported submission rewritten to compile through it with nvcc.
+#include <cctype>
 #include <regex>
 #include <set>
 

@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "core/files.h"
+#include "core/text.h"
 #include "core/subprocess.h"
 #include "musa/musa.h"
 
@@ -175,6 +176,33 @@ TEST(MusaShim, SubmissionRunsOnCudaThroughTheHeader) {
   EXPECT_NE(shimmed->find("namespace c10 { namespace cuda {} namespace musa = cuda; }"), std::string::npos);
   EXPECT_EQ(shimmed->find("#define musaMalloc"), std::string::npos) << "only names the file uses";
   EXPECT_FALSE(shim_submission("import torch\n").ok());
+}
+
+// Every bundled CUDA solution, ported to MUSA and shimmed back, compiles with nvcc: the MUSA names in its
+// kernel sources all resolve through the shim header (one nvcc unit for all; skipped without nvcc).
+TEST(MusaShim, ShimmedSolutionsCompileWithNvcc) {
+  const char* nvcc_env = std::getenv("NVCC");
+  const fs::path nvcc = nvcc_env ? fs::path(nvcc_env) : fs::path("/usr/local/cuda/bin/nvcc");
+  if (!fs::exists(nvcc)) GTEST_SKIP() << "skipped: no nvcc at " << nvcc << " (set NVCC)";
+  const fs::path dir = fs::temp_directory_path() / ("musa_shim_nvcc_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  ProcessOptions o;
+  o.argv = {"python3", (kSource / "tests/unit/musa/shim_nvcc_compile.py").string(), dir.string(), nvcc.string()};
+  int n = 0;
+  for (const auto& e : fs::recursive_directory_iterator(kSource / "solutions/cuda")) {
+    if (e.path().extension() != ".py") continue;
+    const PortResult musa = port_source(*read_file(e.path()), SourceKind::kPython, Direction::kToMusa);
+    auto shimmed = shim_submission(musa.text);
+    ASSERT_TRUE(shimmed.ok()) << e.path();
+    const fs::path out = dir / (std::to_string(n++) + "_" + e.path().filename().string());
+    ASSERT_TRUE(write_file_atomic(out, *shimmed).ok());
+    o.argv.push_back(out.string());
+  }
+  o.deadline = std::chrono::seconds(600);
+  auto r = run_process(o);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_TRUE(r->succeeded()) << r->stdout_text << "\n" << truncate_middle(r->stderr_text, 6000);
+  if (r->succeeded()) fs::remove_all(dir);
 }
 
 // torchada's rules replay torchada's own _port_cuda_source: on every corpus file and on a text made of
