@@ -179,8 +179,10 @@ TEST(MusaShim, SubmissionRunsOnCudaThroughTheHeader) {
 }
 
 // Every bundled CUDA solution, ported to MUSA and shimmed back, compiles with nvcc: the MUSA names in its
-// kernel sources all resolve through the shim header (one nvcc unit for all; skipped without nvcc).
+// kernel sources all resolve through the shim header (one nvcc unit for all). ~100 s of CPU on 2 cores
+// (torch/types.h under nvcc), over the CI budget: runs with MUSACODER_SHIM_NVCC=1 and nvcc present.
 TEST(MusaShim, ShimmedSolutionsCompileWithNvcc) {
+  if (!std::getenv("MUSACODER_SHIM_NVCC")) GTEST_SKIP() << "skipped: set MUSACODER_SHIM_NVCC=1 (~100 s of nvcc)";
   const char* nvcc_env = std::getenv("NVCC");
   const fs::path nvcc = nvcc_env ? fs::path(nvcc_env) : fs::path("/usr/local/cuda/bin/nvcc");
   if (!fs::exists(nvcc)) GTEST_SKIP() << "skipped: no nvcc at " << nvcc << " (set NVCC)";

@@ -53,12 +53,11 @@ def main():
     cmd = [nvcc, "-c", cu, "-o", os.path.join(work, "shimmed_all.o"), "-std=c++17",
            "-D_GLIBCXX_USE_CXX11_ABI=%d" % int(__import__("torch")._C._GLIBCXX_USE_CXX11_ABI),
            "-gencode=arch=compute_90,code=sm_90"]
-    # torch's CPU wheels ship the CUDA headers but report no CUDA_HOME: the include list of
-    # include_paths("cuda"), built from the nvcc found.
-    torch_inc = os.path.join(os.path.dirname(cpp_extension.__file__), "..", "..", "include")
+    # torch's CPU wheels ship the CUDA headers but report no CUDA_HOME: include_paths("cpu") plus the
+    # include dir of the nvcc given.
     cuda_inc = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(nvcc))), "include")
-    for inc in (torch_inc, os.path.join(torch_inc, "torch", "csrc", "api", "include"), cuda_inc):
-        cmd += ["-isystem", os.path.normpath(inc)]
+    for inc in cpp_extension.include_paths() + [cuda_inc]:
+        cmd += ["-isystem", inc]
     print(" ".join(cmd), "\n", "%d sources from %d files" % (len(bodies), len(files)), flush=True)
     return subprocess.run(cmd).returncode
 
