@@ -32,3 +32,9 @@ fi
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j "$(nproc)"
+# torchada: the CUDA->MUSA port rules (src/musa/rules/torchada_rules.json is generated from it and checked
+# against it; pinned in scripts/musa/gen_torchada_rules.py).
+if ! "$PYTHON" -c 'import importlib.metadata as m, sys; sys.exit(m.version("torchada") != "0.1.103")' >/dev/null 2>&1; then
+  echo "setup: installing torchada==0.1.103 for $PYTHON"
+  "$PYTHON" -m pip install -q --no-deps torchada==0.1.103
+fi

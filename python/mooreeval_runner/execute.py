@@ -11,7 +11,7 @@ method. Run-time legality findings (guards.py, kernel_profile.py) go into the re
 import time
 import traceback
 
-from . import phase
+from . import devices, phase
 from .guards import BusyThreadProbe, CallWatch, ExtensionCalls, HarnessSnapshot, clone_tensors, tensors_equal
 from .loading import CandidateError, load_instrumented_module, load_module_from_path, prebuilt_load_inline
 from .tensors import flatten_outputs, write_outputs
@@ -30,7 +30,7 @@ def _make_inputs(task, seed, device):
     that way (it calls .numpy(), say) draws on the CPU instead: the same on both sides, which
     run the same task code with the same seed."""
     import torch
-    if device.startswith("cuda"):
+    if devices.is_gpu(device):
         torch.manual_seed(seed)
         try:
             with torch.device(device):
@@ -43,29 +43,23 @@ def _make_inputs(task, seed, device):
 
 def _setup(job):
     import torch
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
     if job.get("threads"):
         torch.set_num_threads(int(job["threads"]))
     device = job["device"]
-    if device.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise RuntimeError("CUDA backend requested but torch sees no GPU")
-        torch.cuda.set_device(device)
+    devices.setup(device)  # cuda: torch.cuda; musa: torch_musa (+ torchada for CUDA-written code)
+    devices.disable_tf32()
     return device
 
 
 def _sync(device):
-    import torch
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
+    devices.synchronize(device)
 
 
 def _poison_device_memory(device, nbytes):
     """Fills the caching allocator's free blocks with NaN bytes, so an output the candidate
     never writes reads as NaN rather than as a stale correct answer."""
     import torch
-    if device.startswith("cuda") and nbytes > 0:
+    if devices.is_gpu(device) and nbytes > 0:
         block = torch.empty(nbytes, dtype=torch.uint8, device=device)
         block.fill_(0xFF)  # 0xFFFFFFFF is a NaN in float32
         del block
@@ -277,7 +271,7 @@ def _consistency_calls(model, task, job, device, watch, timed_output, before_pro
     profile = None
     before_profile()  # the profiler itself may wrap torch functions
     clock.lap("checks")
-    if device.startswith("cuda"):
+    if devices.profiles_kernels(device):  # not on musa: see devices.py
         from .kernel_profile import profile_call
         work_dir = os.path.dirname(job["outputs_path"])
         profiled_inputs = _make_inputs(task, seeds[0], device)
@@ -309,7 +303,7 @@ def run_candidate(job):
     extension_calls = ExtensionCalls()
     watch = CallWatch(extension_calls)
     watch.warm_up()
-    if device.startswith("cuda"):
+    if devices.profiles_kernels(device):
         import torch.profiler  # noqa: F401  (imported by the harness, before the snapshot)
         from .kernel_profile import warm_up
         warm_up()

@@ -172,10 +172,18 @@ def prebuilt_load_inline(built, on_load=None):
 
 @contextlib.contextmanager
 def _patched(cpp_extension, load_inline):
+    from . import devices
     saved = (cpp_extension.load_inline, cpp_extension.load)
     cpp_extension.load_inline = load_inline
     cpp_extension.load = _unsupported_load
+    musa_extension = devices.musa_extension_module()  # native MUSA submissions (torch_musa's load_inline)
+    if musa_extension is not None:
+        saved_musa = (musa_extension.load_inline, musa_extension.load)
+        musa_extension.load_inline = devices.musa_load_inline_adapter(load_inline)
+        musa_extension.load = _unsupported_load
     try:
         yield
     finally:
         cpp_extension.load_inline, cpp_extension.load = saved
+        if musa_extension is not None:
+            musa_extension.load_inline, musa_extension.load = saved_musa

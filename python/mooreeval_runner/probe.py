@@ -74,5 +74,15 @@ def run(job):
         "device_capabilities": capabilities,
         "device_names": device_names,
         "lib_ext": ".so",
+        "musa": _musa(),
     }
     return profile
+
+
+def _musa():
+    """The MUSA side (devices.musa_profile), or what went wrong as the missing piece."""
+    from . import devices
+    try:
+        return devices.musa_profile()
+    except Exception as e:  # noqa: BLE001  (never breaks the cpu/cuda probe)
+        return {"missing": ["a usable MUSA profile: %s" % e]}

@@ -40,18 +40,16 @@ def _warm_up(device):
     """What every reference job would otherwise pay first: the device context, the first
     kernels, cuBLAS and cuDNN handles, the modules the runner imports."""
     import torch
-    from . import execute  # noqa: F401
-    if device.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise RuntimeError("device %s requested but torch sees no GPU" % device)
-        torch.cuda.set_device(device)
+    from . import devices, execute  # noqa: F401
+    if devices.is_gpu(device):
+        devices.setup(device)
         a = torch.randn(256, 256, device=device)
         (a @ a).sum().item()
         x = torch.randn(1, 4, 16, 16, device=device)
         torch.nn.functional.conv2d(x, torch.randn(4, 4, 3, 3, device=device)).sum().item()
-        torch.cuda.synchronize()
+        devices.synchronize(device)
         del a, x
-        torch.cuda.empty_cache()
+        devices.empty_cache(device)
     else:
         a = torch.randn(64, 64)
         (a @ a).sum().item()
@@ -59,11 +57,12 @@ def _warm_up(device):
 
 def _device_healthy(device):
     import torch
-    if not device.startswith("cuda"):
+    from . import devices
+    if not devices.is_gpu(device):
         return True
     try:
         torch.ones(1, device=device).add_(1).item()
-        torch.cuda.synchronize()
+        devices.synchronize(device)
         return True
     except Exception:  # noqa: BLE001 - any failure means: replace this server
         traceback.print_exc()
@@ -72,13 +71,12 @@ def _device_healthy(device):
 
 def _clean_up(device):
     import gc
-    import torch
     for name in [n for n in sys.modules if n.startswith("mooreeval_task_")]:
         del sys.modules[name]
+    from . import devices
     gc.collect()
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-        torch.cuda.empty_cache()
+    devices.synchronize(device)
+    devices.empty_cache(device)
 
 
 def _watch(conn, done):

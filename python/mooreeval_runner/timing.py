@@ -31,24 +31,25 @@ def summarize(times_ms):
 
 def benchmark(fn, device, warmup, iters, flush_l2=True):
     import torch
-    if device.startswith("cuda"):
+    from . import devices
+    if devices.is_gpu(device):  # cuda, or musa through torch.musa (devices.py)
         flush = None
         if flush_l2:
-            l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 64 << 20)
+            l2 = devices.l2_cache_bytes(device)
             flush = torch.empty(max(2 * l2, 128 << 20), dtype=torch.uint8, device=device)
         for _ in range(warmup):
             fn()
-        torch.cuda.synchronize()
+        devices.synchronize(device)
         times = []
         for _ in range(iters):
             if flush is not None:
                 flush.zero_()
-            torch.cuda.synchronize()
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
+            devices.synchronize(device)
+            start = devices.timing_event(device)
+            end = devices.timing_event(device)
             start.record()
             fn()
-            torch.cuda.synchronize()  # device-wide: side streams included
+            devices.synchronize(device)  # device-wide: side streams included
             end.record()
             end.synchronize()
             times.append(start.elapsed_time(end))
@@ -67,17 +68,14 @@ def wall_clock_batch(fn, input_sets, device, calls):
     """Mean milliseconds per call of fn(inputs) over `calls` calls cycling through
     input_sets[1:], timed as one interval closed by a device-wide synchronize; input_sets[0]
     is only for the untimed warm-up call. Requires len(input_sets) >= 2."""
-    import torch
-    cuda = device.startswith("cuda")
+    from . import devices
     timed_sets = input_sets[1:]
     fn(input_sets[0])
-    if cuda:
-        torch.cuda.synchronize()
+    devices.synchronize(device)
     t0 = _monotonic()
     for i in range(calls):
         fn(timed_sets[i % len(timed_sets)])
-    if cuda:
-        torch.cuda.synchronize()
+    devices.synchronize(device)
     total_ms = (_monotonic() - t0) * 1e3
     return {"method": "wall_clock_batch", "mean_ms": total_ms / max(calls, 1), "calls": calls,
             "input_sets": len(timed_sets)}

@@ -4,6 +4,7 @@
 
 #include "build/build_cache.h"
 #include "build/full_build.h"
+#include "build/musa_build.h"
 #include "core/files.h"
 #include "core/text.h"
 
@@ -37,14 +38,18 @@ namespace {
 BuildOutcome build_in(const ExtensionSpec& spec, const std::string& cpp,
                       const std::vector<CompileStep>& steps, const fs::path& dir, Clock::time_point deadline,
                       const ProcessWrapper& sandbox, std::string& log,
-                      std::map<std::string, double>& step_seconds) {
+                      std::map<std::string, double>& step_seconds, Backend backend = Backend::kCuda) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !write_file_atomic(dir / "main.cpp", cpp).ok()) {
     log += "cannot write sources in " + dir.string() + "\n";
     return BuildOutcome::kInfraError;
   }
-  if (!spec.cuda_sources.empty() && !write_file_atomic(dir / "cuda.cu", generated_cuda_source(spec)).ok()) {
+  const bool musa = backend == Backend::kMusa;
+  if (!spec.cuda_sources.empty() &&
+      !write_file_atomic(dir / (musa ? "musa.mu" : "cuda.cu"),
+                         musa ? generated_musa_source(spec) : generated_cuda_source(spec))
+           .ok()) {
     log += "cannot write sources in " + dir.string() + "\n";
     return BuildOutcome::kInfraError;
   }
@@ -88,7 +93,11 @@ BuildReport build_extensions(const std::vector<ExtensionSpec>& specs, const Tool
       report.log += "extension '" + spec.name + "' has CUDA sources, but the backend is cpu\n";
       return finish(BuildOutcome::kCompileError);
     }
-    if (cuda && toolchain.nvcc.empty()) {
+    if (options.backend == Backend::kMusa && toolchain.musa.mcc.empty()) {
+      report.log += musa_unavailable_reason(toolchain, "", "", false) + "\n";
+      return finish(BuildOutcome::kInfraError);
+    }
+    if (cuda && options.backend == Backend::kCuda && toolchain.nvcc.empty()) {
       report.log += "CUDA toolkit (nvcc) not found by torch.utils.cpp_extension (set CUDA_HOME)\n";
       return finish(BuildOutcome::kInfraError);
     }
@@ -99,6 +108,8 @@ BuildReport build_extensions(const std::vector<ExtensionSpec>& specs, const Tool
     std::string lean_reason;
     if (options.path == BuildPath::kFull)
       lean_reason = "--build-path full";
+    else if (options.backend == Backend::kMusa)
+      lean_reason = "no lean path on musa (the lean shim links CUDA ATen)";
     else if (!options.lean_shim)
       lean_reason = "no lean shim for this toolchain";
     else
@@ -167,8 +178,11 @@ BuildReport build_extensions(const std::vector<ExtensionSpec>& specs, const Tool
       report.lean_note += spec.name + ": " + lean_reason + "\n";
     }
     const BuildOutcome o =
-        build_in(spec, generated_cpp_source(spec), full_build_steps(spec, toolchain, dir, dir / lib_name),
-                 dir, deadline, options.sandbox, report.log, report.step_seconds);
+        options.backend == Backend::kMusa
+            ? build_in(spec, generated_musa_cpp_source(spec), musa_build_steps(spec, toolchain, dir, dir / lib_name),
+                       dir, deadline, options.sandbox, report.log, report.step_seconds, Backend::kMusa)
+            : build_in(spec, generated_cpp_source(spec), full_build_steps(spec, toolchain, dir, dir / lib_name),
+                       dir, deadline, options.sandbox, report.log, report.step_seconds);
     if (o != BuildOutcome::kOk) return finish(o);
     cache.publish(full_key, dir / lib_name);
     use(dir / lib_name, false);

@@ -42,6 +42,25 @@ Result<Toolchain> toolchain_from_probe(const json& probe) {
     t.nvcc = probe.at("nvcc").get<std::string>();
     t.device_capabilities = probe.at("device_capabilities").get<std::vector<std::string>>();
     t.cuda_available = probe.at("cuda_available").get<bool>();
+    if (probe.contains("musa")) {
+      const json& m = probe.at("musa");
+      MusaProfile& p = t.musa;
+      p.missing = m.value("missing", std::vector<std::string>{});
+      p.musa_home = m.value("musa_home", "");
+      p.mcc = m.value("mcc", "");
+      p.sdk_version = m.value("sdk_version", "");
+      p.torch_musa_version = m.value("torch_musa_version", "");
+      p.cxx_std = m.value("cxx_std", "c++17");
+      p.include_paths = m.value("include_paths", std::vector<std::string>{});
+      p.ldflags = m.value("ldflags", std::vector<std::string>{});
+      p.ldflags_cpu = m.value("ldflags_cpu", std::vector<std::string>{});
+      p.mcc_flags = m.value("mcc_flags", std::vector<std::string>{});
+      p.arch_flags = m.value("arch_flags", std::vector<std::string>{});
+      p.device_names = m.value("device_names", std::vector<std::string>{});
+      p.available = m.value("available", false);
+    } else {
+      t.musa.missing.push_back("a runner whose probe reports the MUSA toolchain");
+    }
   } catch (const json::exception& e) {
     return internal_error(std::string("toolchain probe result is incomplete: ") + e.what());
   }
@@ -61,7 +80,28 @@ std::string Toolchain::fingerprint() const {
             {"nvcc", nvcc},
             {"nvf", nvcc_common_flags},
             {"arch", cuda_arch_flags()}};
+  if (!musa.mcc.empty())  // only where an SDK exists: CUDA cache keys stay as they were
+    j["musa"] = {musa.mcc, musa.sdk_version, musa.torch_musa_version, musa.include_paths, musa.ldflags,
+                 musa.mcc_flags, musa.arch_flags, musa.cxx_std};
   return sha256_hex(j.dump());
+}
+
+std::string musa_unavailable_reason(const Toolchain& t, const std::string& sdk_version,
+                                    const std::string& torch_musa_version, bool need_device) {
+  std::vector<std::string> why = t.musa.missing;
+  if (!sdk_version.empty() && !t.musa.mcc.empty() && t.musa.sdk_version != sdk_version)
+    why.push_back("MUSA SDK " + sdk_version + " (--musa-sdk-version), but " + t.musa.musa_home + " is " +
+                  (t.musa.sdk_version.empty() ? "of unknown version" : t.musa.sdk_version));
+  if (!torch_musa_version.empty() && !t.musa.torch_musa_version.empty() &&
+      !t.musa.torch_musa_version.starts_with(torch_musa_version))
+    why.push_back("torch_musa " + torch_musa_version + " (--torch-musa), but " + t.musa.torch_musa_version +
+                  " is installed");
+  if (need_device && why.empty() && !t.musa.available)
+    why.push_back("a MUSA GPU (torch_musa sees none: check /dev/mtgpu* and the MT driver)");
+  if (why.empty()) return "";
+  std::string s = "the musa backend needs ";
+  for (std::size_t i = 0; i < why.size(); ++i) s += (i ? "; " : "") + why[i];
+  return s;
 }
 
 std::vector<std::string> Toolchain::cuda_arch_flags() const {

@@ -381,7 +381,7 @@ SandboxedWarmPool* Evaluator::untrusted_pool(UntrustedRole role) {
     if (shim) run_ro.push_back(fs::absolute(shim->library));
     if (t.ok())
       for (const auto& p : compiler_prefixes(*t)) run_ro.push_back(p);
-    const auto run_kind = cpu ? sandbox::JobKind::kRunCpu : sandbox::JobKind::kRunCuda;
+    const auto run_kind = run_job_kind();
     // Inspection imports the candidate without a GPU; on the cpu backend both roles need the
     // same sandbox, so one pool serves both.
     run_pool_ =
@@ -403,8 +403,7 @@ ResidentReferences* Evaluator::resident_references() {
   std::call_once(references_once_, [this] {
     ResidentReferenceOptions o;
     o.runner = options_.runner;
-    o.device =
-        options_.backend == build::Backend::kCpu ? "cpu" : "cuda:" + std::to_string(options_.gpu_index);
+    o.device = device_string();
     o.size = std::max(1, options_.run_slots);
     o.root = options_.work_root;
     references_ = ResidentReferences::start(o);
@@ -436,26 +435,21 @@ Result<sandbox::Sandbox*> Evaluator::sandbox() {
 }
 
 Status Evaluator::prepare() {
-  if (options_.backend == build::Backend::kMusa) {
-    // The MUSA toolchain is mcc from the MUSA SDK, with torch_musa on the Python side.
-    const char* musa_home = std::getenv("MUSA_HOME");
-    fs::path mcc = fs::path(musa_home ? musa_home : "/usr/local/musa") / "bin" / "mcc";
-    std::error_code ec;
-    if (!fs::exists(mcc, ec))
-      return failed_precondition("MUSA toolchain not found: no mcc at " + mcc.string() +
-                                 " (install the MUSA SDK and set MUSA_HOME)");
-    return failed_precondition(
-        "the musa backend needs torch_musa in the runner's Python; not supported here yet");
-  }
   auto t = toolchain();
   if (!t.ok()) return t.status();
+  if (options_.backend == build::Backend::kMusa) {
+    // mcc from the MUSA SDK, torch_musa in the runner's Python, a device (see docs/musa.md).
+    const std::string why = build::musa_unavailable_reason(*t, options_.musa_sdk_version,
+                                                           options_.torch_musa_version, /*need_device=*/true);
+    if (!why.empty()) return failed_precondition("MUSA toolchain not found: " + why);
+  }
   if (options_.backend == build::Backend::kCuda) {
     if (t->nvcc.empty())
       return failed_precondition("CUDA toolkit not found: torch.utils.cpp_extension sees no nvcc");
     if (!t->cuda_available) return failed_precondition("the cuda backend needs a GPU, but torch sees none");
   }
   if (auto sb = sandbox(); !sb.ok()) return sb.status();
-  lean_shim(*t);  // build it now rather than during the first candidate
+  if (options_.backend != build::Backend::kMusa) lean_shim(*t);  // now rather than during the first candidate
   {
     // The warm runners import torch (seconds each): the trusted one and, with a sandbox, the
     // sandboxed ones start side by side.
@@ -466,6 +460,30 @@ Status Evaluator::prepare() {
   if (options_.build_path == build::BuildPath::kLean && !lean_shim(*t))
     return failed_precondition("--build-path lean, but the lean path is unavailable: " + lean_note_);
   return {};
+}
+
+std::string Evaluator::device_string() const {
+  switch (options_.backend) {
+    case build::Backend::kCpu:
+      return "cpu";
+    case build::Backend::kCuda:
+      return "cuda:" + std::to_string(options_.gpu_index);
+    case build::Backend::kMusa:
+      return "musa:" + std::to_string(options_.gpu_index);
+  }
+  return "cpu";
+}
+
+sandbox::JobKind Evaluator::run_job_kind() const {
+  switch (options_.backend) {
+    case build::Backend::kCpu:
+      return sandbox::JobKind::kRunCpu;
+    case build::Backend::kCuda:
+      return sandbox::JobKind::kRunCuda;
+    case build::Backend::kMusa:
+      return sandbox::JobKind::kRunMusa;
+  }
+  return sandbox::JobKind::kRunCpu;
 }
 
 Verdict Evaluator::evaluate(const task::TaskSpec& task, std::string_view submission) {
@@ -599,8 +617,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   const fs::path candidate_path = dir / "candidate.py";
   const fs::path task_path = fs::absolute(task.path);
   const fs::path runner_dir = fs::absolute(options_.runner.runner_dir);
-  const auto run_kind =
-      options_.backend == build::Backend::kCpu ? sandbox::JobKind::kRunCpu : sandbox::JobKind::kRunCuda;
+  const auto run_kind = run_job_kind();
   if (!write_file_atomic(candidate_path, submission_code->source).ok())
     return finalize(d.fail(VerdictClass::kInfraError, "prepare", "cannot write the candidate file"));
 
@@ -608,8 +625,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   const uint64_t init_seed = next_seed();
   json trial_seeds = json::array();
   for (int i = 0; i < task.trials; ++i) trial_seeds.push_back(next_seed());
-  const std::string device =
-      options_.backend == build::Backend::kCpu ? "cpu" : "cuda:" + std::to_string(options_.gpu_index);
+  const std::string device = device_string();
   json common = {{"task_path", task_path.string()},
                  {"device", device},
                  {"trial_seeds", trial_seeds},

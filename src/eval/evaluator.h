@@ -36,6 +36,8 @@ namespace musacoder::eval {
 
 struct EvalOptions {
   build::Backend backend = build::Backend::kCpu;  // --backend
+  std::string musa_sdk_version;    // --musa-sdk-version: musa backend, the SDK version required ("": any)
+  std::string torch_musa_version;  // --torch-musa: musa backend, the torch_musa version required ("": any)
   double rtol = 1e-3;                             // --tolerance-rtol (a task's sidecar overrides)
   double atol = 1e-3;                             // --tolerance-atol (a task's sidecar overrides)
   int warmup_iters = 10;                          // --warmup-iters
@@ -116,6 +118,9 @@ class Evaluator {
 
  private:
   Verdict evaluate_once(const task::TaskSpec& task, std::string_view submission);
+  // "cpu", "cuda:N" or "musa:N" (the runner's device), and the sandbox job kind of a run on it.
+  std::string device_string() const;
+  sandbox::JobKind run_job_kind() const;
   // A verdict with the task, backend and resolved settings filled in, nothing decided.
   Verdict new_verdict(const task::TaskSpec& task) const;
   // Fills the reward from the verdict's facts (none for infra_error).

@@ -126,4 +126,18 @@ Result<std::vector<fs::path>> cuda_device_nodes(int gpu_index) {
   return nodes;
 }
 
+Result<std::vector<fs::path>> musa_device_nodes() {
+  std::error_code ec;
+  std::vector<fs::path> nodes;
+  for (const auto& e : fs::directory_iterator("/dev", ec))
+    if (e.path().filename().string().starts_with("mtgpu")) nodes.push_back(e.path());
+  if (nodes.empty())
+    return failed_precondition("MUSA job, but there is no /dev/mtgpu* (no Moore Threads driver here?)");
+  std::sort(nodes.begin(), nodes.end());
+  if (!fs::exists("/dev/dri", ec))
+    return failed_precondition("MUSA job, but /dev/dri does not exist (the MT driver's render nodes)");
+  nodes.push_back("/dev/dri");
+  return nodes;
+}
+
 }  // namespace musacoder::sandbox

@@ -39,4 +39,9 @@ Result<PythonInstall> discover_python(const std::string& python);
 // Fails when a node is missing.
 Result<std::vector<std::filesystem::path>> cuda_device_nodes(int gpu_index);
 
+// The Moore Threads driver's nodes a MUSA job needs: every /dev/mtgpu* and /dev/dri (all GPUs: the
+// device is chosen by index inside the job, MUSA_VISIBLE_DEVICES where set). Error naming the missing
+// node where there is no MT driver.
+Result<std::vector<std::filesystem::path>> musa_device_nodes();
+
 }  // namespace musacoder::sandbox

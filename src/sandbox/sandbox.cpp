@@ -230,8 +230,9 @@ Result<ProcessOptions> Sandbox::wrap(ProcessOptions process, const SandboxJob& j
     plan.mounts.push_back({Mount::Kind::kReadOnly, p});
   }
   plan.mounts.push_back({Mount::Kind::kReadWrite, job.work_dir});
-  if (job.kind == JobKind::kRunCuda) {
-    auto devices = cuda_device_nodes(job.gpu_index);
+  const bool gpu_job = job.kind == JobKind::kRunCuda || job.kind == JobKind::kRunMusa;
+  if (gpu_job) {
+    auto devices = job.kind == JobKind::kRunCuda ? cuda_device_nodes(job.gpu_index) : musa_device_nodes();
     if (!devices.ok()) return devices.status();
     for (const auto& d : *devices) plan.mounts.push_back({Mount::Kind::kDevice, d});
     plan.bind_sys = true;  // the driver reads PCI topology from sysfs
@@ -256,10 +257,10 @@ Result<ProcessOptions> Sandbox::wrap(ProcessOptions process, const SandboxJob& j
     limits.cgroup_procs_fd = resources->cgroup->procs_fd();
   } else {
     if (drop_uid_) limits.add(RLIMIT_NPROC, static_cast<rlim_t>(options_.max_processes));
-    if (job.kind != JobKind::kRunCuda && job.limit_address_space)
+    if (!gpu_job && job.limit_address_space)
       limits.add(RLIMIT_AS, options_.memory_bytes);
   }
-  if (job.kind == JobKind::kRunCuda && options_.cuda_address_space_bytes > 0)
+  if (gpu_job && options_.cuda_address_space_bytes > 0)
     limits.add(RLIMIT_AS, options_.cuda_address_space_bytes);
   limits.set_ids = drop_uid_ && strategy_ == Strategy::kUserNamespace;
   limits.uid = uid;

@@ -10,6 +10,8 @@
 //     rlimits (RLIMIT_AS for CPU jobs only; RLIMIT_NPROC per uid), RLIMIT_FSIZE,
 //     RLIMIT_CORE 0, RLIMIT_NOFILE;
 //   - CUDA run jobs additionally get /dev/nvidiactl, /dev/nvidia<N>, /dev/nvidia-uvm.
+//   - MUSA run jobs get the Moore Threads driver's /dev/mtgpu* and /dev/dri (what the lesson's docker
+//     run passes with --device).
 // The deadline kill of Subprocess hits bwrap; bwrap's pid-namespace init dies with it
 // (--die-with-parent) and the kernel kills everything inside, setsid'ed children too.
 //
@@ -85,7 +87,7 @@ struct SandboxOptions {
   std::filesystem::path cgroup_parent;  // delegated cgroup2 dir; empty: this process's cgroup
 };
 
-enum class JobKind { kBuild, kRunCpu, kRunCuda };
+enum class JobKind { kBuild, kRunCpu, kRunCuda, kRunMusa };
 
 // What one sandboxed process may see besides the system dirs and the Python installation.
 struct SandboxJob {

@@ -239,6 +239,8 @@ int run_launch(const LaunchCommand& cmd, const eval::EvalOptions& options) {
   if (!suite.ok()) return report_error(suite.status());
   eval::EvalOptions launch_options = options;
   launch_options.workers = cmd.workers;
+  launch_options.musa_sdk_version = cmd.musa_sdk_version;
+  launch_options.torch_musa_version = cmd.torch_musa_version;
   eval::Evaluator evaluator(launch_options);
   if (auto st = evaluator.prepare(); !st.ok()) return report_error(st);
   const std::string backend = build::backend_name(options.backend);

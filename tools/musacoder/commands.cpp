@@ -6,6 +6,8 @@ std::vector<Command> add_all_commands(CLI::App& app) {
   std::vector<Command> commands;
   commands.push_back(add_tokenize_command(app));
   commands.push_back(add_synth_command(app));
+  commands.push_back(add_port_command(app));
+  commands.push_back(add_port_suite_command(app));
   return commands;
 }
 
