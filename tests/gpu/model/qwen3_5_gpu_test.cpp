@@ -39,13 +39,13 @@ double max_abs(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.cpu() - b.cpu()).abs().max().item<double>();
 }
 
-struct Result {
+struct RunResult {
   torch::Tensor out, state;
   std::vector<torch::Tensor> grads;
 };
 
 // Forward (+ backward of a fixed linear functional of out and the final state) on `device`.
-Result run(const Inputs& in, const torch::Device& device, const torch::Tensor& sequence_ids = {}) {
+RunResult run(const Inputs& in, const torch::Device& device, const torch::Tensor& sequence_ids = {}) {
   std::vector<torch::Tensor> xs;
   for (const auto& x : in.xs) xs.push_back(x.to(device).requires_grad_(true));
   torch::Tensor seq = sequence_ids.defined() ? sequence_ids.to(device) : torch::Tensor();
@@ -55,12 +55,12 @@ Result run(const Inputs& in, const torch::Device& device, const torch::Tensor& s
   torch::Tensor loss = (r.out * w).sum();
   if (r.final_state.defined()) loss = loss + (r.final_state * torch::randn(r.final_state.sizes()).to(device)).sum();
   loss.backward();
-  Result res{r.out.detach().cpu(), r.final_state.defined() ? r.final_state.detach().cpu() : torch::Tensor(), {}};
+  RunResult res{r.out.detach().cpu(), r.final_state.defined() ? r.final_state.detach().cpu() : torch::Tensor(), {}};
   for (const auto& x : xs) res.grads.push_back(x.grad().cpu());
   return res;
 }
 
-void expect_close(const Result& gpu, const Result& cpu, double tol, const std::string& what) {
+void expect_close(const RunResult& gpu, const RunResult& cpu, double tol, const std::string& what) {
   EXPECT_LE(max_abs(gpu.out, cpu.out), tol) << what << " out";
   if (cpu.state.defined()) EXPECT_LE(max_abs(gpu.state, cpu.state), tol) << what << " final state";
   const char* names[] = {"q", "k", "v", "g", "beta"};

@@ -148,7 +148,7 @@ TEST_P(TokenizerParity, ChatTemplateEqualsTransformers) {
     std::vector<ChatMessage> messages;
     for (const auto& m : chat["messages"]) {
       messages.push_back({m["role"], m["content"], std::nullopt});
-      if (m.contains("reasoning_content")) messages.back().reasoning_content = m["reasoning_content"];
+      if (m.contains("reasoning_content")) messages.back().reasoning_content = m["reasoning_content"].get<std::string>();
     }
     auto text = render_chat(messages, o);
     ASSERT_TRUE(text.ok());
