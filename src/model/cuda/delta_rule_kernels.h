@@ -1,0 +1,71 @@
+// CUDA kernels of the gated delta rule (model/delta_rule.h), float32 throughout. Plain C++ interface
+// (no libtorch in the .cu, so it compiles fast and alone); model/delta_rule_cuda.cpp wraps it for torch,
+// with autograd. Every pointer is device memory, contiguous, in the layouts below; the caller has done
+// the L2 normalisation of q and k, the dk^-1/2 scaling of q and the repeat of q/k heads to Hv heads.
+//
+// Layouts (BH = B·Hv rows, each an independent recurrence):
+//   q, k: (BH, T, dk)  v, o: (BH, T, dv)  g (log decay), beta: (BH, T)  state: (BH, dk, dv)
+//   reset: (B, N) uint8 or null — zero the state before chunk n of batch row b (packed sequences);
+//   heads_per_row = Hv, so row r belongs to batch row r / Hv.
+//
+// Chunked forward (training / prefill), chunk C = 64, T padded by the caller to a multiple of C:
+//   1. chunk_prepare: per (row, chunk), the UT transform of transformers' torch_chunk_gated_delta_rule:
+//      u = (I + A)^-1 (β v), w = (I + A)^-1 (β k e^{cum}), A_ij = β_i k_i·k_j e^{cum_i − cum_j} (j < i),
+//      Aqk_ij = q_i·k_j e^{cum_i − cum_j} (j ≤ i), qd = q e^{cum}, kd = k e^{cum_C − cum}, decay = e^{cum_C}.
+//   2. chunk_scan: per (row, dv tile), the state slice through the chunks: v' = u − w S; o = qd S + Aqk v';
+//      S ← decay·S + kdᵀ v'. Writes the state entering every chunk to `checkpoints` when non-null
+//      ((BH, N, dk, dv)) for the backward.
+// Backward (recurrent form over the checkpoints): per (row, dv tile), chunks in reverse; inside a chunk
+//   the token states are recomputed from the chunk's checkpoint, then the token recurrence is
+//   differentiated in reverse (dq, dk, dbeta, dg are sums over dv tiles: atomically added, so zero them).
+// Decode step: per row, S ← e^g S; S ← S + k (β (v − Sᵀk))ᵀ; o = Sᵀ q — one token, state in place.
+//
+// Requirements (checked by the wrapper): dk, dv ≤ 256 and multiples of 16; C = 64. Every launch returns
+// the cudaError_t of the launch (0 on success).
+#pragma once
+
+#include <cstdint>
+
+struct CUstream_st;
+
+namespace musacoder::model::cuda {
+
+using Stream = CUstream_st*;
+
+constexpr int kChunk = 64;
+
+struct ChunkScratch {  // per (row, chunk): caller-allocated device buffers, float32
+  float* u;      // (BH, N, C, dv)
+  float* w;      // (BH, N, C, dk)
+  float* aqk;    // (BH, N, C, C)
+  float* qd;     // (BH, N, C, dk)
+  float* kd;     // (BH, N, C, dk)
+  float* decay;  // (BH, N)
+};
+
+struct DeltaShape {
+  int64_t rows = 0;           // B·Hv
+  int64_t heads_per_row = 1;  // Hv (for reset lookup)
+  int64_t T = 0;              // multiple of kChunk for the chunked path
+  int64_t dk = 0, dv = 0;
+};
+
+int chunk_prepare(const DeltaShape& s, const float* q, const float* k, const float* v, const float* g,
+                  const float* beta, ChunkScratch scratch, Stream stream);
+
+// initial_state may be null (zeros); final_state may be null; checkpoints may be null.
+int chunk_scan(const DeltaShape& s, ChunkScratch scratch, const uint8_t* reset, const float* initial_state,
+               float* o, float* final_state, float* checkpoints, Stream stream);
+
+// Gradients of o (and of final_state, d_final may be null) with respect to q, k, v, g, beta and the
+// initial state (d_initial may be null). checkpoints from chunk_scan. dq, dk, dg, dbeta must be zeroed.
+int recurrent_backward(const DeltaShape& s, const float* q, const float* k, const float* v, const float* g,
+                       const float* beta, const uint8_t* reset, const float* checkpoints, const float* d_o,
+                       const float* d_final, float* dq, float* dk, float* dv, float* dg, float* dbeta,
+                       float* d_initial, Stream stream);
+
+// One decode token per row: q, k (BH, dk), v, o (BH, dv), g, beta (BH); state (BH, dk, dv) in place.
+int recurrent_step(const DeltaShape& s, const float* q, const float* k, const float* v, const float* g,
+                   const float* beta, float* state, float* o, Stream stream);
+
+}  // namespace musacoder::model::cuda

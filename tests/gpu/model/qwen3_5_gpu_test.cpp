@@ -1,0 +1,144 @@
+// GPU checks of the Qwen3.5 hybrid:
+//  - DeltaRuleGpu.*: the gated delta rule's CUDA kernels (src/model/cuda) against the plain libtorch
+//    implementation of the same math (model/delta_rule.h on CPU tensors, which the CPU parity tests check
+//    against transformers): chunked forward values, final state and the gradients of every input (custom
+//    backward), packed sequences, and the fused decode step, at Qwen3.5-9B's linear-attention head shape
+//    (dk = dv = 128, Hv = 2·Hk) and a small one. Skip without a GPU or without the kernels in the build.
+//  - Qwen35Gpu.*: the model in bf16 on CUDA at Qwen3.5-9B's layer shapes (4 layers: 3 Gated DeltaNet + 1
+//    gated attention, vocab 248,320, random weights by transformers: qwen3_5_reference.py gpu) against
+//    transformers' logits on the same GPU: cosine >= 0.9999, top-1 agreement >= 99% per sequence.
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
+
+#include <filesystem>
+
+#include "core/files.h"
+#include "core/subprocess.h"
+#include "model/checkpoint.h"
+#include "model/delta_rule.h"
+
+namespace musacoder::model {
+namespace {
+
+#define SKIP_WITHOUT_KERNELS()                                                                        \
+  if (!std::filesystem::exists("/dev/nvidiactl")) GTEST_SKIP() << "skipped: no NVIDIA device";        \
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "skipped: libtorch sees no CUDA device";          \
+  if (!delta_rule_cuda_kernels_built()) GTEST_SKIP() << "skipped: built without MUSACODER_CUDA_KERNELS"
+
+struct Inputs {
+  std::vector<torch::Tensor> xs;  // q, k, v, g, beta on CPU
+};
+
+Inputs random_inputs(int64_t B, int64_t T, int64_t hk, int64_t hv, int64_t dk, int64_t dv, uint64_t seed) {
+  torch::manual_seed(seed);
+  return {{torch::randn({B, T, hk, dk}), torch::randn({B, T, hk, dk}), torch::randn({B, T, hv, dv}),
+           -torch::rand({B, T, hv}) * 0.3 - 0.01, torch::rand({B, T, hv})}};
+}
+
+double max_abs(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a.cpu() - b.cpu()).abs().max().item<double>();
+}
+
+struct RunResult {
+  torch::Tensor out, state;
+  std::vector<torch::Tensor> grads;
+};
+
+// Forward (+ backward of a fixed linear functional of out and the final state) on `device`.
+RunResult run(const Inputs& in, const torch::Device& device, const torch::Tensor& sequence_ids = {}) {
+  std::vector<torch::Tensor> xs;
+  for (const auto& x : in.xs) xs.push_back(x.to(device).requires_grad_(true));
+  torch::Tensor seq = sequence_ids.defined() ? sequence_ids.to(device) : torch::Tensor();
+  DeltaRuleOutput r = chunk_gated_delta_rule(xs[0], xs[1], xs[2], xs[3], xs[4], {}, seq);
+  torch::manual_seed(99);
+  torch::Tensor w = torch::randn(r.out.sizes()).to(device);
+  torch::Tensor loss = (r.out * w).sum();
+  if (r.final_state.defined()) loss = loss + (r.final_state * torch::randn(r.final_state.sizes()).to(device)).sum();
+  loss.backward();
+  RunResult res{r.out.detach().cpu(), r.final_state.defined() ? r.final_state.detach().cpu() : torch::Tensor(), {}};
+  for (const auto& x : xs) res.grads.push_back(x.grad().cpu());
+  return res;
+}
+
+void expect_close(const RunResult& gpu, const RunResult& cpu, double tol, const std::string& what) {
+  EXPECT_LE(max_abs(gpu.out, cpu.out), tol) << what << " out";
+  if (cpu.state.defined()) EXPECT_LE(max_abs(gpu.state, cpu.state), tol) << what << " final state";
+  const char* names[] = {"q", "k", "v", "g", "beta"};
+  for (std::size_t i = 0; i < cpu.grads.size(); ++i) {
+    const double scale = std::max(1.0, cpu.grads[i].abs().max().item<double>());
+    EXPECT_LE(max_abs(gpu.grads[i], cpu.grads[i]) / scale, tol) << what << " d" << names[i];
+  }
+  std::printf("GPU_RESULT delta_rule %s out_max_abs=%.3g dq=%.3g dk=%.3g dv=%.3g dg=%.3g dbeta=%.3g\n", what.c_str(),
+              max_abs(gpu.out, cpu.out), max_abs(gpu.grads[0], cpu.grads[0]), max_abs(gpu.grads[1], cpu.grads[1]),
+              max_abs(gpu.grads[2], cpu.grads[2]), max_abs(gpu.grads[3], cpu.grads[3]),
+              max_abs(gpu.grads[4], cpu.grads[4]));
+}
+
+TEST(DeltaRuleGpu, ChunkedForwardAndGradientsMatchTheLibtorchReference) {
+  SKIP_WITHOUT_KERNELS();
+  // 9B's heads (dk = dv = 128, 2 value heads per key head), 200 tokens: 4 chunks, the last one padded.
+  Inputs big = random_inputs(1, 200, 2, 4, 128, 128, 1);
+  expect_close(run(big, torch::kCUDA), run(big, torch::kCPU), 2e-4, "dk128");
+  Inputs small = random_inputs(2, 70, 1, 2, 32, 64, 2);
+  expect_close(run(small, torch::kCUDA), run(small, torch::kCPU), 2e-4, "dk32");
+}
+
+TEST(DeltaRuleGpu, PackedSequencesMatchTheLibtorchReference) {
+  SKIP_WITHOUT_KERNELS();
+  Inputs in = random_inputs(2, 150, 2, 4, 64, 64, 3);
+  torch::Tensor seq = torch::cat({torch::zeros({2, 37}, torch::kLong), torch::ones({2, 80}, torch::kLong),
+                                  torch::full({2, 33}, 2L)},
+                                 1);
+  expect_close(run(in, torch::kCUDA, seq), run(in, torch::kCPU, seq), 2e-4, "packed");
+}
+
+TEST(DeltaRuleGpu, FusedDecodeStepMatchesTheLibtorchReference) {
+  SKIP_WITHOUT_KERNELS();
+  torch::NoGradGuard no_grad;
+  Inputs in = random_inputs(3, 1, 16, 32, 128, 128, 4);
+  torch::Tensor s0 = torch::randn({3, 32, 128, 128}) * 0.1;
+  std::vector<torch::Tensor> c;
+  for (const auto& x : in.xs) c.push_back(x.cuda());
+  DeltaRuleOutput gpu = recurrent_gated_delta_rule(c[0], c[1], c[2], c[3], c[4], s0.cuda());
+  DeltaRuleOutput cpu = recurrent_gated_delta_rule(in.xs[0], in.xs[1], in.xs[2], in.xs[3], in.xs[4], s0);
+  EXPECT_LE(max_abs(gpu.out, cpu.out), 1e-4);
+  EXPECT_LE(max_abs(gpu.final_state, cpu.final_state), 1e-4);
+  std::printf("GPU_RESULT delta_rule decode_step out_max_abs=%.3g state_max_abs=%.3g\n", max_abs(gpu.out, cpu.out),
+              max_abs(gpu.final_state, cpu.final_state));
+}
+
+TEST(Qwen35Gpu, NineBLayerShapeBf16ParityWithTransformers) {
+  if (!std::filesystem::exists("/dev/nvidiactl")) GTEST_SKIP() << "skipped: no NVIDIA device";
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "skipped: libtorch sees no CUDA device";
+  auto dir = TempDir::create("mc-qwen35-gpu");
+  ASSERT_TRUE(dir.ok());
+  ProcessOptions o;
+  o.argv = {"python3", std::string(MUSACODER_SOURCE_DIR) + "/tests/integration/model/qwen3_5_reference.py", "gpu",
+            "--out", dir->path().string()};
+  o.deadline = std::chrono::seconds(600);
+  o.env_set = {{"TRANSFORMERS_VERBOSITY", "error"}, {"HF_HUB_OFFLINE", "1"}};
+  auto r = run_process(o);
+  ASSERT_TRUE(r.ok() && r->succeeded()) << (r.ok() ? r->describe() + r->stderr_text : r.status().to_string());
+  auto model = load_model(dir->path(), {.device = "cuda", .dtype = "bfloat16"});
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  auto ref = SafetensorsCheckpoint::open(dir->path() / "ref.safetensors");
+  ASSERT_TRUE(ref.ok());
+  torch::NoGradGuard no_grad;
+  for (int i = 0; ref->contains("ids_" + std::to_string(i)); ++i) {
+    torch::Tensor ids = ref->tensor("ids_" + std::to_string(i)).value().cuda();
+    torch::Tensor want = ref->tensor("logits_" + std::to_string(i)).value().to(torch::kFloat);
+    torch::Tensor got = (*model)->forward({ids}).to(torch::kFloat).cpu();
+    const double cosine =
+        torch::nn::functional::cosine_similarity(got.flatten(), want.flatten(),
+                                                 torch::nn::functional::CosineSimilarityFuncOptions().dim(0))
+            .item<double>();
+    const double top1 = (got.argmax(-1) == want.argmax(-1)).to(torch::kFloat).mean().item<double>();
+    EXPECT_GE(cosine, 0.9999) << "sequence " << i;
+    EXPECT_GE(top1, 0.99) << "sequence " << i;
+    std::printf("GPU_RESULT qwen3_5 9B-shape bf16 B=%ld T=%ld cosine=%.6f top1=%.4f kernels=%d\n", ids.size(0),
+                ids.size(1), cosine, top1, delta_rule_cuda_kernels_built() ? 1 : 0);
+  }
+}
+
+}  // namespace
+}  // namespace musacoder::model
