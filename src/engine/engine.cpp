@@ -139,21 +139,23 @@ class EngineImpl {
       return a;
     };
     const auto before = addresses();
+    std::vector<Status> results;
     for (auto& u : updates) {
-      Status st;
       try {
         torch::NoGradGuard no_grad;
-        st = u.fn(core_->model());
+        results.push_back(u.fn(core_->model()));
       } catch (const std::exception& e) {
-        st = internal_error(std::string("weight update failed: ") + e.what());
+        results.push_back(internal_error(std::string("weight update failed: ") + e.what()));
       }
       core_->bump_weight_version();
-      u.done->set_value(st);
     }
     if (addresses() != before) core_->runner().reset_graphs();
-    std::lock_guard lock(mu_);
-    version_ = core_->weight_version();
-    core_->set_admit_new(true);
+    {
+      std::lock_guard lock(mu_);
+      version_ = core_->weight_version();
+      core_->set_admit_new(true);
+    }
+    for (std::size_t i = 0; i < updates.size(); ++i) updates[i].done->set_value(results[i]);  // after the version
   }
 
   void shutdown() {
