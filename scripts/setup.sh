@@ -35,6 +35,11 @@ fi
 ./scripts/fetch_tokenizers.sh
 # The SmolLM2-135M checkpoint (build/models/smollm2-135m) for the SmolLM2 parity test and the quickstart.
 ./scripts/fetch_models.sh
+# openai: the engine's server test talks to `musacoder serve-model` with the official client.
+if ! "$PYTHON" -c 'import openai' >/dev/null 2>&1; then
+  echo "setup: installing openai for $PYTHON"
+  "$PYTHON" -m pip install -q openai
+fi
 # pytest runs the Python client's tests (python/client) against the real server.
 if ! "$PYTHON" -c 'import pytest' >/dev/null 2>&1; then
   echo "setup: installing pytest for $PYTHON"

@@ -1,0 +1,97 @@
+// engine_throughput --model DIR --batch-sizes 1,16,64,256 --prompt-len 512 --new-tokens 512: for each batch
+// size, B requests of random prompt ids (greedy, eos ignored) submitted at once; prints one JSON line per
+// batch size with output tokens/s, the time to the last first token (prefill) and the per-step decode time.
+// A warm-up round per batch size (16 new tokens) captures its CUDA graph first.
+#include <ATen/Context.h>
+#include <torch/cuda.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <future>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "engine/engine.h"
+
+using namespace musacoder;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Timing {
+  double total_s = 0, prefill_s = 0;  // prefill: until every request has its first token
+  int64_t tokens = 0;
+};
+
+Timing run(engine::Engine& e, int64_t batch, int64_t prompt_len, int64_t new_tokens, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int32_t> id(100, static_cast<int32_t>(e.config().vocab_size) - 1);
+  std::vector<std::promise<void>> done(static_cast<std::size_t>(batch));
+  std::mutex mu;
+  Clock::time_point last_first{};
+  int64_t tokens = 0;
+  const auto t0 = Clock::now();
+  for (int64_t b = 0; b < batch; ++b) {
+    engine::Request r;
+    for (int64_t t = 0; t < prompt_len; ++t) r.prompt_ids.push_back(id(rng));
+    r.sampling.temperature = 0, r.sampling.max_new_tokens = new_tokens, r.sampling.ignore_eos = true;
+    auto first = std::make_shared<bool>(true);
+    e.submit(r, [&, b, first](const engine::RequestUpdate& u) {
+      std::lock_guard lock(mu);
+      if (*first && !u.deltas.empty()) last_first = std::max(last_first, Clock::now()), *first = false;
+      if (u.finished) {
+        tokens += static_cast<int64_t>(u.output.samples[0].token_ids.size());
+        done[static_cast<std::size_t>(b)].set_value();
+      }
+    });
+  }
+  for (auto& d : done) d.get_future().wait();
+  const auto t1 = Clock::now();
+  return {std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(last_first - t0).count(), tokens};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"engine output tokens/s per batch size"};
+  std::string dir, dtype = "auto", device = "cuda";
+  std::vector<int64_t> batches = {1, 16, 64, 256};
+  int64_t prompt_len = 512, new_tokens = 512;
+  bool no_graphs = false;
+  app.add_option("--model", dir)->required();
+  app.add_option("--device", device)->capture_default_str();
+  app.add_option("--dtype", dtype)->capture_default_str();
+  app.add_option("--batch-sizes", batches)->delimiter(',');
+  app.add_option("--prompt-len", prompt_len)->capture_default_str();
+  app.add_option("--new-tokens", new_tokens)->capture_default_str();
+  app.add_flag("--no-cuda-graphs", no_graphs);
+  CLI11_PARSE(app, argc, argv);
+  engine::EngineOptions o;
+  o.max_num_seqs = *std::max_element(batches.begin(), batches.end());
+  o.max_num_batched_tokens = 8192;
+  o.max_model_len = prompt_len + new_tokens;
+  o.cuda_graphs = !no_graphs;
+  auto e = engine::Engine::load(dir, {device, dtype}, o);
+  if (!e.ok()) {
+    std::fprintf(stderr, "engine_throughput: %s\n", e.status().to_string().c_str());
+    return 2;
+  }
+  for (int64_t b : batches) {
+    run(**e, b, prompt_len, 16, 1);  // warm-up: the bucket's graph, allocator pools
+    const auto before = (*e)->stats();
+    const Timing t = run(**e, b, prompt_len, new_tokens, 2);
+    const auto after = (*e)->stats();
+    const double decode_steps = static_cast<double>(new_tokens - 1);
+    nlohmann::json j = {{"engine", "musacoder"}, {"batch", b}, {"prompt_len", prompt_len}, {"new_tokens", new_tokens},
+                        {"output_tokens", t.tokens}, {"seconds", t.total_s}, {"tokens_per_s", t.tokens / t.total_s},
+                        {"prefill_s", t.prefill_s}, {"decode_step_s", (t.total_s - t.prefill_s) / decode_steps},
+                        {"steps", after.steps - before.steps},
+                        {"graph_replays", after.cuda_graph_replays - before.cuda_graph_replays},
+                        {"preemptions", after.preemptions - before.preemptions}};
+    std::printf("%s\n", j.dump().c_str());
+    std::fflush(stdout);
+  }
+  return 0;
+}

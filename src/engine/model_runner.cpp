@@ -1,0 +1,243 @@
+#include "engine/model_runner.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/check.h"
+#include "engine/decode_graphs.h"
+#include "engine/paged_attention.h"
+
+namespace musacoder::engine {
+
+// ---- AttentionMixer (token_mixer.h) ------------------------------------------------------------------
+
+torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+  const int64_t half = x.size(-1) / 2;
+  auto rotated = torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+  return x * cos.unsqueeze(1) + rotated * sin.unsqueeze(1);
+}
+
+AttentionMixer::AttentionMixer(model::AttentionImpl* attention, const model::ModelConfig& c)
+    : attn_(attention),
+      heads_(c.num_attention_heads),
+      kv_heads_(c.num_key_value_heads),
+      head_dim_(c.head_dim),
+      scale_(1.0 / std::sqrt(static_cast<double>(c.head_dim))) {}
+
+LayerCacheSpec AttentionMixer::cache_spec() const {
+  LayerCacheSpec s;
+  s.kind = LayerKind::kAttention;
+  s.kv_heads = kv_heads_;
+  s.head_dim = head_dim_;
+  return s;
+}
+
+torch::Tensor AttentionMixer::forward(const torch::Tensor& x, const StepContext& ctx, CachePool& cache, int layer) {
+  const int64_t N = x.size(0);
+  auto q = attn_->q_proj(x).view({N, heads_, head_dim_});
+  auto k = attn_->k_proj(x).view({N, kv_heads_, head_dim_});
+  auto v = attn_->v_proj(x).view({N, kv_heads_, head_dim_});
+  if (attn_->q_norm) {
+    q = attn_->q_norm(q);
+    k = attn_->k_norm(k);
+  }
+  q = rotate(q, ctx.cos, ctx.sin);
+  k = rotate(k, ctx.cos, ctx.sin);
+  torch::Tensor& kp = cache.k(layer);
+  torch::Tensor& vp = cache.v(layer);
+  write_kv(kp, vp, ctx.slots, k, v);
+  std::vector<torch::Tensor> parts;
+  if (ctx.num_decode > 0) {
+    parts.push_back(paged_decode(q.narrow(0, 0, ctx.num_decode), kp, vp, ctx.block_tables, ctx.context_lens,
+                                 ctx.max_context, scale_, ctx.use_decode_kernel));
+  }
+  for (std::size_t s = static_cast<std::size_t>(ctx.num_decode); s < ctx.seqs.size(); ++s) {
+    const auto& seq = ctx.seqs[s];
+    parts.push_back(prefill_attention(q.narrow(0, seq.offset, seq.count), k.narrow(0, seq.offset, seq.count),
+                                      v.narrow(0, seq.offset, seq.count), kp, vp, seq.context_slots, seq.cached,
+                                      scale_));
+  }
+  auto out = parts.size() == 1 ? parts[0] : torch::cat(parts, 0);
+  return attn_->o_proj(out.reshape({N, heads_ * head_dim_}));
+}
+
+// ---- ModelRunner ----------------------------------------------------------------------------------------
+
+namespace {
+
+int64_t slot_of(const SequenceCache& c, int64_t pos, int64_t bs) {
+  return static_cast<int64_t>(c.blocks[static_cast<std::size_t>(pos / bs)]) * bs + pos % bs;
+}
+
+// Views into one packed int64 device tensor, filled in order.
+struct Unpacker {
+  torch::Tensor all;
+  int64_t at = 0;
+  torch::Tensor next(int64_t n) {
+    auto t = all.narrow(0, at, n);
+    at += n;
+    return t;
+  }
+};
+
+}  // namespace
+
+std::vector<std::unique_ptr<TokenMixer>> ModelRunner::make_mixers(model::Decoder& model) {
+  std::vector<std::unique_ptr<TokenMixer>> mixers;
+  for (std::size_t i = 0; i < model->model->layers->size(); ++i) {
+    auto layer = model->model->layers[i]->as<model::DecoderLayerImpl>();
+    mixers.push_back(std::make_unique<AttentionMixer>(layer->self_attn.get(), model->config()));
+  }
+  return mixers;
+}
+
+ModelRunner::ModelRunner(model::Decoder model, std::vector<std::unique_ptr<TokenMixer>> mixers, CachePool* pool,
+                         const EngineOptions& options, int64_t max_model_len)
+    : model_(std::move(model)),
+      mixers_(std::move(mixers)),
+      pool_(pool),
+      options_(options),
+      max_model_len_(max_model_len),
+      device_(model_->model->embed_tokens->weight.device()) {
+  model::RotaryEmbedding rope(model_->config());
+  inv_freq_ = rope.inv_freq(0).to(device_);
+  rope_scaling_ = rope.attention_scaling();
+  const bool dynamic = model_->config().rope.type == model::RopeType::kDynamic;
+  const int64_t max_blocks = (max_model_len_ + pool_->block_size() - 1) / pool_->block_size();
+  if (device_.is_cuda() && options_.cuda_graphs && !dynamic && cuda_decode_kernel_available(model_->config().head_dim) &&
+      options_.cuda_decode_kernel && DecodeGraphs::available()) {
+    auto forward = [this](const torch::Tensor& ids, const torch::Tensor& positions, const torch::Tensor& slots,
+                          const torch::Tensor& tables, const torch::Tensor& lens) {
+      StepContext ctx;
+      const int64_t b = ids.size(0);
+      for (int64_t i = 0; i < b; ++i) ctx.seqs.push_back({i, 1, 0, 0, {}});
+      ctx.num_decode = b;
+      ctx.positions = positions, ctx.slots = slots, ctx.block_tables = tables, ctx.context_lens = lens;
+      ctx.max_context = max_model_len_;
+      set_rope(ctx, 0);
+      return forward_tokens(ids, ctx, torch::Tensor());
+    };
+    graphs_ = std::make_unique<DecodeGraphs>(options_.cuda_graph_batch_sizes, max_blocks, device_, forward);
+  }
+}
+
+ModelRunner::~ModelRunner() = default;
+
+void ModelRunner::reset_graphs() {
+  if (graphs_) graphs_->reset();
+}
+
+void ModelRunner::set_rope(StepContext& ctx, int64_t max_position) {
+  torch::Tensor inv = inv_freq_;
+  if (model_->config().rope.type == model::RopeType::kDynamic)
+    inv = model::RotaryEmbedding(model_->config()).inv_freq(max_position + 1).to(device_);
+  auto freqs = ctx.positions.to(torch::kFloat).unsqueeze(-1) * inv;  // (N, D/2), as transformers computes
+  auto emb = torch::cat({freqs, freqs}, -1);
+  auto dtype = model_->model->embed_tokens->weight.scalar_type();
+  ctx.cos = (rope_scaling_ != 1.0 ? emb.cos() * rope_scaling_ : emb.cos()).to(dtype);
+  ctx.sin = (rope_scaling_ != 1.0 ? emb.sin() * rope_scaling_ : emb.sin()).to(dtype);
+}
+
+torch::Tensor ModelRunner::forward_tokens(const torch::Tensor& ids, StepContext& ctx, const torch::Tensor& logits_rows) {
+  auto& backbone = model_->model;
+  torch::Tensor h = backbone->embed_tokens(ids);
+  for (std::size_t i = 0; i < backbone->layers->size(); ++i) {
+    auto layer = backbone->layers[i]->as<model::DecoderLayerImpl>();
+    h = h + mixers_[i]->forward(layer->input_layernorm(h), ctx, *pool_, static_cast<int>(i));
+    h = h + layer->mlp(layer->post_attention_layernorm(h));
+  }
+  if (logits_rows.defined()) h = h.index_select(0, logits_rows);
+  return torch::nn::functional::linear(backbone->norm(h), model_->output_weight()).to(torch::kFloat);
+}
+
+torch::Tensor ModelRunner::step(const std::vector<SeqWork>& works) {
+  MC_CHECK(!works.empty());
+  torch::NoGradGuard no_grad;
+  const bool decode_only = std::all_of(works.begin(), works.end(), [](const SeqWork& w) {
+    return w.count == 1 && w.cached > 0 && w.want_logits;
+  });
+  if (graphs_ && decode_only && graphs_->bucket_for(static_cast<int64_t>(works.size())) > 0) return graph_step(works);
+  return eager_step(works);
+}
+
+torch::Tensor ModelRunner::eager_step(const std::vector<SeqWork>& works) {
+  const int64_t bs = pool_->block_size();
+  int64_t N = 0, D = 0, max_blocks = 1, max_ctx = 0, max_pos = 0, R = 0, extra = 0;
+  for (const auto& w : works) {
+    N += w.count;
+    R += w.want_logits;
+    max_pos = std::max(max_pos, w.cached + w.count - 1);
+    if (w.count == 1 && w.cached > 0 && D == static_cast<int64_t>(&w - works.data())) {
+      ++D;
+      max_ctx = std::max(max_ctx, w.cached + 1);
+      max_blocks = std::max(max_blocks, (w.cached + bs) / bs);
+    } else if (w.cached > 0) {
+      extra += w.cached + w.count;
+    }
+  }
+  std::vector<int64_t> host;
+  host.reserve(static_cast<std::size_t>(3 * N + D * (max_blocks + 1) + R + extra));
+  for (const auto& w : works)
+    for (int64_t p = w.cached; p < w.cached + w.count; ++p) host.push_back((*w.tokens)[static_cast<std::size_t>(p)]);
+  for (const auto& w : works)
+    for (int64_t p = w.cached; p < w.cached + w.count; ++p) host.push_back(p);
+  for (const auto& w : works)
+    for (int64_t p = w.cached; p < w.cached + w.count; ++p) host.push_back(slot_of(*w.cache, p, bs));
+  for (int64_t i = 0; i < D; ++i) {
+    const auto& blocks = works[static_cast<std::size_t>(i)].cache->blocks;
+    for (int64_t j = 0; j < max_blocks; ++j)
+      host.push_back(j < static_cast<int64_t>(blocks.size()) ? blocks[static_cast<std::size_t>(j)] : 0);
+  }
+  for (int64_t i = 0; i < D; ++i) host.push_back(works[static_cast<std::size_t>(i)].cached + 1);
+  int64_t offset = 0;
+  for (const auto& w : works) {
+    offset += w.count;
+    if (w.want_logits) host.push_back(offset - 1);
+  }
+  for (std::size_t i = static_cast<std::size_t>(D); i < works.size(); ++i)
+    if (works[i].cached > 0)
+      for (int64_t p = 0; p < works[i].cached + works[i].count; ++p) host.push_back(slot_of(*works[i].cache, p, bs));
+
+  Unpacker u{torch::tensor(host, torch::kLong).to(device_, /*non_blocking=*/true)};
+  StepContext ctx;
+  torch::Tensor ids = u.next(N);
+  ctx.positions = u.next(N);
+  ctx.slots = u.next(N);
+  ctx.num_decode = D;
+  ctx.block_tables = u.next(D * max_blocks).view({D, max_blocks}).to(torch::kInt);
+  ctx.context_lens = u.next(D).to(torch::kInt);
+  ctx.max_context = max_ctx;
+  ctx.use_decode_kernel = options_.cuda_decode_kernel;
+  torch::Tensor rows = u.next(R);
+  offset = 0;
+  for (const auto& w : works) {
+    StepContext::Seq s{offset, w.count, w.cached, w.cache->state_slot, {}};
+    if (ctx.seqs.size() >= static_cast<std::size_t>(D) && w.cached > 0) s.context_slots = u.next(w.cached + w.count);
+    ctx.seqs.push_back(std::move(s));
+    offset += w.count;
+  }
+  set_rope(ctx, max_pos);
+  return forward_tokens(ids, ctx, rows);
+}
+
+torch::Tensor ModelRunner::graph_step(const std::vector<SeqWork>& works) {
+  const int64_t D = static_cast<int64_t>(works.size()), b = graphs_->bucket_for(D);
+  const int64_t bs = pool_->block_size(), max_blocks = graphs_->max_blocks();
+  // Layout (DecodeGraphs::run): ids b, positions b, slots b, context_lens b, block tables b * max_blocks.
+  std::vector<int64_t> host(static_cast<std::size_t>(b * (4 + max_blocks)), 0);
+  for (int64_t i = 0; i < b; ++i) {
+    host[static_cast<std::size_t>(3 * b + i)] = 1;  // padding rows: context 1 on the null block
+    if (i >= D) continue;
+    const SeqWork& w = works[static_cast<std::size_t>(i)];
+    host[static_cast<std::size_t>(i)] = (*w.tokens)[static_cast<std::size_t>(w.cached)];
+    host[static_cast<std::size_t>(b + i)] = w.cached;
+    host[static_cast<std::size_t>(2 * b + i)] = slot_of(*w.cache, w.cached, bs);
+    host[static_cast<std::size_t>(3 * b + i)] = w.cached + 1;
+    for (std::size_t j = 0; j < w.cache->blocks.size(); ++j)
+      host[static_cast<std::size_t>(4 * b + i * max_blocks) + j] = w.cache->blocks[j];
+  }
+  ++graph_replays_;
+  return graphs_->run(b, torch::tensor(host, torch::kLong).to(device_, true)).narrow(0, 0, D);
+}
+
+}  // namespace musacoder::engine

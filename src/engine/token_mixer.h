@@ -1,0 +1,66 @@
+// The per-layer seam of the model runner. A decoder layer is a pre-norm residual block
+//     h += mixer(input_layernorm(h));  h += mlp(post_attention_layernorm(h))
+// whose token mixer is the only part that touches per-sequence memory. The runner walks the layers and
+// dispatches on each layer's TokenMixer:
+//   AttentionMixer         (attention layers of Qwen2/Qwen3/Llama, and Qwen3.5's gated full attention)
+//                          q/k/v projections, optional q/k norm, RoPE, write K/V into the pages, attend;
+//   a linear-attention mixer  (Qwen3.5's Gated DeltaNet, to come) reads and writes its sequence's state
+//                          slot: CachePool::state(layer)[i][ctx.seqs[s].state_slot] before and after the
+//                          sequence's tokens ctx.seqs[s] (decodes: one token, prefill chunks: many, in order
+//                          of position); CachePool::fork() has already copied the slot for prefix sharing.
+// Its CachePool layer spec (LayerKind::kLinearAttention + state_shapes) is returned by cache_spec().
+#pragma once
+
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "engine/cache.h"
+#include "model/decoder.h"
+
+namespace musacoder::engine {
+
+// The layout of one step's flattened tokens (N = all new tokens of all sequences), on the model's device
+// unless noted. Decodes (one token after a cached context) come first, then prefill chunks.
+struct StepContext {
+  struct Seq {
+    int64_t offset = 0, count = 0;  // rows [offset, offset + count) of the step's tokens
+    int64_t cached = 0;             // positions already in the cache before this step
+    int32_t state_slot = 0;         // linear-attention state slot
+    torch::Tensor context_slots;    // prefills with cached > 0: flat KV slots of positions [0, cached+count)
+  };
+  std::vector<Seq> seqs;  // host
+  int64_t num_decode = 0;
+  torch::Tensor positions;     // (N) int64
+  torch::Tensor slots;         // (N) int64: where each token's K/V goes
+  torch::Tensor cos, sin;      // (N, head_dim) RoPE
+  torch::Tensor block_tables;  // (num_decode, max_blocks) int32
+  torch::Tensor context_lens;  // (num_decode) int32, including the new token
+  int64_t max_context = 0;     // host: the largest of context_lens
+  bool use_decode_kernel = true;
+};
+
+class TokenMixer {
+ public:
+  virtual ~TokenMixer() = default;
+  // x (N, hidden) normed hidden states -> (N, hidden), the residual update.
+  virtual torch::Tensor forward(const torch::Tensor& x, const StepContext& ctx, CachePool& cache, int layer) = 0;
+  virtual LayerCacheSpec cache_spec() const = 0;
+};
+
+class AttentionMixer : public TokenMixer {
+ public:
+  AttentionMixer(model::AttentionImpl* attention, const model::ModelConfig& config);
+  torch::Tensor forward(const torch::Tensor& x, const StepContext& ctx, CachePool& cache, int layer) override;
+  LayerCacheSpec cache_spec() const override;
+
+ private:
+  model::AttentionImpl* attn_;  // owned by the Decoder the runner holds
+  int64_t heads_, kv_heads_, head_dim_;
+  double scale_;
+};
+
+// x (N, H, D), cos/sin (N, D): x * cos + rotate_half(x) * sin.
+torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+
+}  // namespace musacoder::engine
