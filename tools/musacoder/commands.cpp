@@ -5,6 +5,8 @@ namespace musacoder::tool {
 std::vector<Command> add_all_commands(CLI::App& app) {
   std::vector<Command> commands;
   commands.push_back(add_tokenize_command(app));
+  commands.push_back(add_train_sft_command(app));
+  commands.push_back(add_plot_command(app));
   return commands;
 }
 

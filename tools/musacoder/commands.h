@@ -8,6 +8,8 @@
 namespace musacoder::tool {
 
 Command add_tokenize_command(CLI::App& app);
+Command add_train_sft_command(CLI::App& app);
+Command add_plot_command(CLI::App& app);
 
 // Adds every subcommand to the app, in the order `musacoder --help` lists them.
 std::vector<Command> add_all_commands(CLI::App& app);
