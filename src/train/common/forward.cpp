@@ -70,7 +70,7 @@ torch::Tensor TrainingForward::hidden(model::Decoder& decoder, const model::Forw
   // make the input a leaf that requires grad (transformers' enable_input_require_grads).
   if (checkpoint && torch::GradMode::is_enabled() && !h.requires_grad()) h = h.detach().requires_grad_(true);
   auto [cos, sin] = rope_.cos_sin(positions, h.scalar_type());
-  const auto& layers = decoder->model->layers;
+  torch::nn::ModuleList layers = decoder->model->layers;
   for (std::size_t i = 0; i < layers->size(); ++i) {
     auto call = c10::make_intrusive<LayerCall>(layers[i]->as<model::DecoderLayerImpl>(), before_layer,
                                                static_cast<int64_t>(i));

@@ -51,7 +51,7 @@ Result<LoraAdapters> LoraAdapters::attach(model::Decoder& decoder, const LoraOpt
   lora.scale_ = options.alpha / static_cast<double>(options.rank);
   for (auto& p : decoder->parameters()) p.set_requires_grad(false);
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
-  const auto& layers = decoder->model->layers;
+  torch::nn::ModuleList layers = decoder->model->layers;
   for (std::size_t i = 0; i < layers->size(); ++i) {
     for (auto& [path, linear] : projections(*layers[i]->as<model::DecoderLayerImpl>())) {
       const std::string leaf = path.substr(path.find('.') + 1);

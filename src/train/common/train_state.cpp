@@ -130,8 +130,9 @@ std::vector<std::pair<std::string, torch::Tensor>> rng_state(const torch::Device
 Status restore_rng_state(const std::map<std::string, torch::Tensor>& state, const torch::Device& device) {
   try {
     for (const auto& [name, t] : state) {
-      if (name == "cpu") at::globalContext().defaultGenerator(torch::kCPU).set_state(t);
-      if (device.is_cuda() && name == device.str()) at::globalContext().defaultGenerator(device).set_state(t);
+      // A Generator is a handle: the copy sets the default generator's state.
+      if (name == "cpu") at::Generator(at::globalContext().defaultGenerator(torch::kCPU)).set_state(t);
+      if (device.is_cuda() && name == device.str()) at::Generator(at::globalContext().defaultGenerator(device)).set_state(t);
     }
   } catch (const std::exception& e) {
     return invalid_argument(std::string("restoring the RNG state: ") + e.what());

@@ -134,6 +134,17 @@ Status load_model(Run& r) {
     r.lora.emplace(std::move(*lora));
     if (!r.resume_checkpoint.empty()) MC_RETURN_IF_ERROR(r.lora->load_peft(r.resume_checkpoint));
   }
+  for (const SftDataset* d : {&r.train, &r.eval}) {
+    for (const auto& e : d->examples) {
+      for (int32_t id : e.ids) {
+        if (id >= (*r.model)->config().vocab_size) {
+          return invalid_argument("token id " + std::to_string(id) + " (line " + std::to_string(e.line) +
+                                  ") is outside the model's vocab_size " +
+                                  std::to_string((*r.model)->config().vocab_size) + ": tokenizer and model differ");
+        }
+      }
+    }
+  }
   r.forward.emplace((*r.model)->config());
   r.loss.gradient_checkpointing = r.o.gradient_checkpointing;
   const auto& c = (*r.model)->config();
@@ -484,7 +495,8 @@ Result<SftResult> run_sft(const SftOptions& options) {
     SftResult result;
     MC_RETURN_IF_ERROR(train_loop(r, result));
     const bool complete = r.step == static_cast<int64_t>(r.plan.size());
-    if (complete && !r.eval_plan.empty()) {
+    const bool evaluated_last = r.o.eval_steps > 0 && r.step % r.o.eval_steps == 0;
+    if (complete && !r.eval_plan.empty() && !evaluated_last) {
       const double e = evaluate(r);
       if (r.env.rank == 0) MC_RETURN_IF_ERROR(r.metrics->log(r.step, "eval", {{"loss", e}}));
     }
