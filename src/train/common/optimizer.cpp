@@ -81,6 +81,9 @@ void AdamW::update(const std::vector<std::size_t>& which, double lr, double wd) 
   }
   const AdamWOptions& o = options_;
   if (o.fused) {
+    // The fused kernel reads the step counters but does not advance them (torch.optim advances them first):
+    // a counter left at 0 makes the bias correction 1 − β⁰ = 0 and the update NaN.
+    at::_foreach_add_(s, 1.0);
     at::_fused_adamw_(p, g, m, v, /*max_exp_avg_sqs=*/{}, s, lr, o.beta1, o.beta2, wd, o.eps, /*amsgrad=*/false,
                       /*maximize=*/false);
     return;

@@ -9,8 +9,9 @@
 //   p ← p·(1 − lr·wd);  m ← β1 m + (1−β1) g;  v ← β2 v + (1−β2) g²;
 //   p ← p − lr · (m / (1 − β1ᵗ)) / (sqrt(v / (1 − β2ᵗ)) + ε)
 // wd is applied to matrices only (dim ≥ 2: no decay for norms and biases, as transformers' Trainer does).
-// The fused kernel (at::_fused_adamw_, CPU and CUDA) increments its per-parameter step tensors itself, so the
-// step counters are never incremented here. Thread-safety: none.
+// The fused kernel (at::_fused_adamw_, CPU and CUDA) reads per-parameter float step tensors (on the parameter's
+// device, so no host sync) but does not advance them: they are incremented right before each call, as
+// torch.optim.AdamW does (left at 0, the bias correction 1 − β⁰ would divide by zero). Thread-safety: none.
 #pragma once
 
 #include <torch/torch.h>

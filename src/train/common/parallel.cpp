@@ -1,7 +1,10 @@
 #include "train/common/parallel.h"
 
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef MUSACODER_HAVE_GLOO
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
 #ifdef MUSACODER_HAVE_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
@@ -112,6 +115,7 @@ class ProcessGroupParallel final : public DataParallel {
   int64_t bucket_bytes_;
 };
 
+#ifdef MUSACODER_HAVE_GLOO
 c10::intrusive_ptr<c10d::Backend> make_gloo(const c10::intrusive_ptr<c10d::Store>& store, const DistEnv& env,
                                             std::chrono::milliseconds timeout) {
   auto o = c10d::ProcessGroupGloo::Options::create();
@@ -121,6 +125,7 @@ c10::intrusive_ptr<c10d::Backend> make_gloo(const c10::intrusive_ptr<c10d::Store
                                 : c10d::ProcessGroupGloo::createDefaultDevice());
   return c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size, o);
 }
+#endif
 
 }  // namespace
 
@@ -173,7 +178,11 @@ Result<std::unique_ptr<DataParallel>> DataParallel::create(const DistEnv& env, c
     auto store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
     c10::intrusive_ptr<c10d::Backend> pg;
     if (backend == "gloo") {
+#ifdef MUSACODER_HAVE_GLOO
       pg = make_gloo(store, env, options.timeout);
+#else
+      return unavailable("the gloo backend was not compiled in (gloo's headers were missing: install libgloo-dev)");
+#endif
     } else if (backend == "nccl") {
 #ifdef MUSACODER_HAVE_NCCL
       auto o = c10d::ProcessGroupNCCL::Options::create();

@@ -289,7 +289,9 @@ TEST_F(Sft, BadInputFailsWithAClearMessage) {
     fs::path data = out("data.jsonl");
     std::error_code ec;
     fs::remove(data, ec);
-    if (c.dataset_text != "<missing>") ASSERT_TRUE(write_file_atomic(data, c.dataset_text).ok());
+    if (c.dataset_text != "<missing>") {
+      ASSERT_TRUE(write_file_atomic(data, c.dataset_text).ok());
+    }
     std::vector<std::string> argv = {kTool.string(), "train-sft", "--base-model", model().string(), "--dataset",
                                      data.string(), "--output-dir", out("bad-" + std::to_string(&c - &cases[0])).string(),
                                      "--max-seq-len", "128", "--no-progress"};

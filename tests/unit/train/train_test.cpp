@@ -67,8 +67,8 @@ TEST(TensorBoard, Crc32cAndRecordFraming) {
     EXPECT_EQ(crc_data, masked(data));
     pos += 16 + len;
     ++records;
-    if (records == 1) EXPECT_NE(data.find("brain.Event:2"), std::string_view::npos);
-    if (records == 2) EXPECT_NE(data.find("train/loss"), std::string_view::npos);
+    const char* expected = records == 1 ? "brain.Event:2" : "train/loss";
+    EXPECT_NE(data.find(expected), std::string_view::npos) << "record " << records;
   }
   EXPECT_EQ(pos, bytes->size());
   EXPECT_EQ(records, 2);

@@ -75,7 +75,7 @@ TEST(AdamW, FusedKernelEqualsTheFormulaWithDecayOnMatricesOnly) {
   }
   auto state = fused.state();
   EXPECT_EQ(state.size(), 6u);  // exp_avg, exp_avg_sq, step per fp32 parameter (no master copy)
-  EXPECT_EQ(state[2].second.item<double>(), 3.0);  // the fused kernel counted its own steps
+  EXPECT_EQ(state[2].second.item<double>(), 3.0);  // advanced before each fused call (the kernel does not)
 }
 
 TEST(AdamW, ClipsOnTheDeviceAndKeepsFp32MastersForBf16Params) {
