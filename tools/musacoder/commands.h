@@ -13,6 +13,8 @@ Command add_port_command(CLI::App& app);
 Command add_port_suite_command(CLI::App& app);
 Command add_generate_command(CLI::App& app);
 Command add_serve_model_command(CLI::App& app);
+Command add_train_sft_command(CLI::App& app);
+Command add_plot_command(CLI::App& app);
 
 // Adds every subcommand to the app, in the order `musacoder --help` lists them.
 std::vector<Command> add_all_commands(CLI::App& app);

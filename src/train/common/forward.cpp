@@ -1,0 +1,83 @@
+#include "train/common/forward.h"
+
+namespace musacoder::train {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// What a checkpointed layer needs again in backward; kept in the autograd context as a capsule. The layer
+// belongs to the Decoder, which outlives every graph built from it.
+struct LayerCall : torch::CustomClassHolder {
+  LayerCall(model::DecoderLayerImpl* l, TrainingForward::LayerHook h, int64_t i)
+      : layer(l), hook(std::move(h)), index(i) {}
+  model::DecoderLayerImpl* layer;
+  TrainingForward::LayerHook hook;
+  int64_t index;
+  torch::Tensor run(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                    const torch::Tensor& mask) const {
+    if (hook) hook(index);
+    return layer->forward(x, cos, sin, mask, nullptr, nullptr, 0);
+  }
+};
+
+class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
+ public:
+  // cos/sin/mask never need gradients.
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& cos,
+                               const torch::Tensor& sin, const torch::Tensor& mask,
+                               c10::intrusive_ptr<LayerCall> call) {
+    torch::Tensor y;
+    {
+      torch::NoGradGuard no_grad;
+      y = call->run(x, cos, sin, mask);
+    }
+    ctx->save_for_backward({x, cos, sin, mask});
+    ctx->saved_data["call"] = c10::IValue::make_capsule(std::move(call));
+    return y;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_output) {
+    auto saved = ctx->get_saved_variables();
+    c10::intrusive_ptr<torch::CustomClassHolder> capsule = ctx->saved_data["call"].toCapsule();
+    const auto* call = static_cast<const LayerCall*>(capsule.get());
+    torch::Tensor x = saved[0].detach().requires_grad_(true);
+    torch::Tensor y;
+    {
+      torch::AutoGradMode grad(true);
+      y = call->run(x, saved[1], saved[2], saved[3]);
+    }
+    torch::autograd::backward({y}, {grad_output[0]});
+    return {x.grad(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor TrainingForward::hidden(model::Decoder& decoder, const model::ForwardInput& in, bool checkpoint,
+                                      const LayerHook& before_layer) const {
+  torch::Tensor mask, positions = in.position_ids;
+  if (in.sequence_ids.defined()) {
+    mask = model::packed_causal_mask(in.sequence_ids);
+    if (!positions.defined()) positions = model::packed_position_ids(in.sequence_ids);
+  }
+  if (!positions.defined()) {
+    const int64_t B = in.input_ids.size(0), T = in.input_ids.size(1);
+    positions = torch::arange(T, in.input_ids.options()).unsqueeze(0).expand({B, T});
+  }
+  torch::Tensor h = decoder->model->embed_tokens(in.input_ids);
+  // A checkpointed layer whose input needs no grad would get no backward at all (frozen embeddings under LoRA):
+  // make the input a leaf that requires grad (transformers' enable_input_require_grads).
+  if (checkpoint && torch::GradMode::is_enabled() && !h.requires_grad()) h = h.detach().requires_grad_(true);
+  auto [cos, sin] = rope_.cos_sin(positions, h.scalar_type());
+  torch::nn::ModuleList layers = decoder->model->layers;
+  for (std::size_t i = 0; i < layers->size(); ++i) {
+    auto call = c10::make_intrusive<LayerCall>(layers[i]->as<model::DecoderLayerImpl>(), before_layer,
+                                               static_cast<int64_t>(i));
+    const bool ckpt = checkpoint && torch::GradMode::is_enabled();
+    h = ckpt ? CheckpointedLayer::apply(h, cos, sin, mask, call) : call->run(h, cos, sin, mask);
+  }
+  return decoder->model->norm(h);
+}
+
+}  // namespace musacoder::train

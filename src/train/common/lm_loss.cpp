@@ -1,0 +1,74 @@
+#include "train/common/lm_loss.h"
+
+#include <algorithm>
+
+namespace musacoder::train {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+class ChunkedLmCrossEntropy : public torch::autograd::Function<ChunkedLmCrossEntropy> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& hidden, const torch::Tensor& weight,
+                               const torch::Tensor& targets, int64_t chunk_rows) {
+    const int64_t n = hidden.size(0);
+    torch::Tensor lse = torch::empty({n}, hidden.options().dtype(torch::kFloat));
+    torch::Tensor total = torch::zeros({}, hidden.options().dtype(torch::kFloat));
+    for (int64_t s = 0; s < n; s += chunk_rows) {
+      const int64_t len = std::min(chunk_rows, n - s);
+      torch::Tensor logits = hidden.narrow(0, s, len).matmul(weight.t()).to(torch::kFloat);  // (len, V)
+      torch::Tensor l = logits.logsumexp(-1);
+      lse.narrow(0, s, len).copy_(l);
+      total += (l - logits.gather(1, targets.narrow(0, s, len).unsqueeze(1)).squeeze(1)).sum();
+    }
+    ctx->save_for_backward({hidden, weight, targets, lse});
+    ctx->saved_data["chunk_rows"] = chunk_rows;
+    return total;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_output) {
+    auto saved = ctx->get_saved_variables();
+    const torch::Tensor &hidden = saved[0], &weight = saved[1], &targets = saved[2], &lse = saved[3];
+    const int64_t chunk_rows = ctx->saved_data["chunk_rows"].toInt();
+    const int64_t n = hidden.size(0);
+    const bool need_w = ctx->needs_input_grad(1);
+    torch::Tensor grad_h = torch::empty_like(hidden);
+    torch::Tensor grad_w = need_w ? torch::zeros(weight.sizes(), weight.options().dtype(torch::kFloat)) : torch::Tensor();
+    const torch::Tensor& g = grad_output[0];
+    for (int64_t s = 0; s < n; s += chunk_rows) {
+      const int64_t len = std::min(chunk_rows, n - s);
+      torch::Tensor h = hidden.narrow(0, s, len);
+      torch::Tensor p = (h.matmul(weight.t()).to(torch::kFloat) - lse.narrow(0, s, len).unsqueeze(1)).exp_();
+      p.scatter_add_(1, targets.narrow(0, s, len).unsqueeze(1),
+                     torch::full({len, 1}, -1.0f, p.options()));
+      p.mul_(g);
+      torch::Tensor pg = p.to(hidden.scalar_type());
+      grad_h.narrow(0, s, len).copy_(pg.matmul(weight));
+      if (need_w && pg.scalar_type() == torch::kFloat) {
+        grad_w.addmm_(pg.t(), h);
+      } else if (need_w) {
+        grad_w.add_(pg.t().matmul(h));  // bf16 matmul (fp32 accumulate inside), summed over chunks in fp32
+      }
+    }
+    return {grad_h, need_w ? grad_w.to(weight.scalar_type()) : torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+int64_t lm_loss_chunk_rows(int64_t vocab, int64_t budget_bytes) {
+  return std::max<int64_t>(1, budget_bytes / (4 * std::max<int64_t>(1, vocab)));
+}
+
+torch::Tensor chunked_lm_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& weight,
+                                       const torch::Tensor& targets, int64_t chunk_rows) {
+  TORCH_CHECK(hidden.dim() == 2 && weight.dim() == 2 && hidden.size(1) == weight.size(1),
+              "chunked_lm_cross_entropy: hidden (N, C) and weight (V, C) required");
+  TORCH_CHECK(targets.dim() == 1 && targets.size(0) == hidden.size(0) && targets.scalar_type() == torch::kLong,
+              "chunked_lm_cross_entropy: targets must be (N) int64");
+  TORCH_CHECK(chunk_rows >= 1, "chunked_lm_cross_entropy: chunk_rows must be positive");
+  return ChunkedLmCrossEntropy::apply(hidden, weight, targets, chunk_rows);
+}
+
+}  // namespace musacoder::train

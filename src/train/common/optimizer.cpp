@@ -1,0 +1,148 @@
+#include "train/common/optimizer.h"
+
+#include <cmath>
+
+#include "core/check.h"
+
+namespace musacoder::train {
+namespace {
+
+bool low_precision(const torch::Tensor& p) { return p.scalar_type() != torch::kFloat; }
+
+}  // namespace
+
+AdamW::AdamW(std::vector<NamedParam> params, AdamWOptions options, std::vector<bool> owned)
+    : params_(std::move(params)), options_(options), owned_(std::move(owned)) {
+  if (owned_.empty()) owned_.assign(params_.size(), true);
+  MC_CHECK(owned_.size() == params_.size());
+  const std::size_t n = params_.size();
+  grad32_.resize(n);
+  master_.resize(n);
+  exp_avg_.resize(n);
+  exp_avg_sq_.resize(n);
+  steps_.resize(n);
+  torch::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < n; ++i) {
+    const torch::Tensor& p = params_[i].param;
+    if (low_precision(p)) grad32_[i] = torch::zeros(p.sizes(), p.options().dtype(torch::kFloat));
+    if (!owned_[i]) continue;
+    master_[i] = low_precision(p) ? p.detach().to(torch::kFloat).clone() : p;
+    exp_avg_[i] = torch::zeros_like(master_[i]);
+    exp_avg_sq_[i] = torch::zeros_like(master_[i]);
+    steps_[i] = torch::zeros({}, master_[i].options());
+  }
+}
+
+void AdamW::accumulate_grads() {
+  torch::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    torch::Tensor& p = params_[i].param;
+    if (!grad32_[i].defined() || !p.grad().defined()) continue;
+    grad32_[i].add_(p.grad());
+    p.mutable_grad() = torch::Tensor();
+  }
+}
+
+std::vector<torch::Tensor> AdamW::grads() {
+  std::vector<torch::Tensor> out;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    if (grad32_[i].defined()) {
+      out.push_back(grad32_[i]);
+      continue;
+    }
+    torch::Tensor& p = params_[i].param;
+    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+    out.push_back(p.grad());
+  }
+  return out;
+}
+
+torch::Tensor AdamW::clip_grad_norm(double max_norm) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> g = grads();
+  torch::Tensor total = torch::stack(at::_foreach_norm(g)).norm();
+  if (max_norm > 0) {
+    torch::Tensor coef = (max_norm / (total + 1e-6)).clamp_max(1.0);
+    at::_foreach_mul_(g, coef);
+  }
+  return total;
+}
+
+void AdamW::update(const std::vector<std::size_t>& which, double lr, double wd) {
+  if (which.empty()) return;
+  std::vector<torch::Tensor> p, g, m, v, s;
+  std::vector<torch::Tensor> all_grads = grads();
+  for (std::size_t i : which) {
+    p.push_back(master_[i]);
+    g.push_back(all_grads[i]);
+    m.push_back(exp_avg_[i]);
+    v.push_back(exp_avg_sq_[i]);
+    s.push_back(steps_[i]);
+  }
+  const AdamWOptions& o = options_;
+  if (o.fused) {
+    // The fused kernel reads the step counters but does not advance them (torch.optim advances them first):
+    // a counter left at 0 makes the bias correction 1 − β⁰ = 0 and the update NaN.
+    at::_foreach_add_(s, 1.0);
+    at::_fused_adamw_(p, g, m, v, /*max_exp_avg_sqs=*/{}, s, lr, o.beta1, o.beta2, wd, o.eps, /*amsgrad=*/false,
+                      /*maximize=*/false);
+    return;
+  }
+  for (std::size_t k = 0; k < p.size(); ++k) {
+    s[k].add_(1);
+    const double t = s[k].item<double>();
+    p[k].mul_(1 - lr * wd);
+    m[k].lerp_(g[k], 1 - o.beta1);
+    v[k].mul_(o.beta2).addcmul_(g[k], g[k], 1 - o.beta2);
+    torch::Tensor denom = (v[k] / (1 - std::pow(o.beta2, t))).sqrt_().add_(o.eps);
+    p[k].addcdiv_(m[k], denom, -lr / (1 - std::pow(o.beta1, t)));
+  }
+}
+
+void AdamW::step(double lr) {
+  torch::NoGradGuard no_grad;
+  std::vector<std::size_t> decay, no_decay;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    if (owned_[i]) (params_[i].param.dim() >= 2 ? decay : no_decay).push_back(i);
+  }
+  update(decay, lr, options_.weight_decay);
+  update(no_decay, lr, 0.0);
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    if (owned_[i] && low_precision(params_[i].param)) params_[i].param.copy_(master_[i]);
+  }
+  zero_grad();
+}
+
+void AdamW::zero_grad() {
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    if (grad32_[i].defined()) grad32_[i].zero_();
+    params_[i].param.mutable_grad() = torch::Tensor();
+  }
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> AdamW::state() const {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    if (!owned_[i]) continue;
+    const std::string& n = params_[i].name;
+    out.emplace_back(n + ".exp_avg", exp_avg_[i]);
+    out.emplace_back(n + ".exp_avg_sq", exp_avg_sq_[i]);
+    out.emplace_back(n + ".step", steps_[i]);
+    if (low_precision(params_[i].param)) out.emplace_back(n + ".master", master_[i]);
+  }
+  return out;
+}
+
+Status AdamW::load_state(const std::map<std::string, torch::Tensor>& tensors) {
+  auto dest = state();
+  for (const auto& [name, t] : dest) {
+    auto it = tensors.find(name);
+    if (it == tensors.end()) return invalid_argument("optimizer state has no tensor '" + name + "'");
+    if (it->second.sizes() != t.sizes()) return invalid_argument("optimizer state '" + name + "' has another shape");
+  }
+  torch::NoGradGuard no_grad;
+  for (auto& [name, t] : dest) t.copy_(tensors.at(name));
+  return {};
+}
+
+}  // namespace musacoder::train

@@ -1,0 +1,106 @@
+// Training core on libtorch: the chunked LM-head cross-entropy against the plain (T, V) computation, the fused
+// AdamW against its formula, device-side clipping, ZeRO-1 owner assignment.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "train/common/lm_loss.h"
+#include "train/common/optimizer.h"
+#include "train/common/parallel.h"
+
+namespace musacoder::train {
+namespace {
+
+TEST(ChunkedLmLoss, EqualsPlainCrossEntropyAndItsGradients) {
+  torch::manual_seed(0);
+  const int64_t N = 37, C = 16, V = 53;
+  torch::Tensor h = torch::randn({N, C}, torch::kDouble).to(torch::kFloat).requires_grad_(true);
+  torch::Tensor w = (torch::randn({V, C}) * 0.5).requires_grad_(true);
+  torch::Tensor t = torch::randint(0, V, {N}, torch::kLong);
+  for (int64_t chunk : {1, 8, 37, 100}) {
+    torch::Tensor ours = chunked_lm_cross_entropy(h, w, t, chunk);
+    auto [gh, gw] = [&] {
+      auto g = torch::autograd::grad({ours}, {h, w});
+      return std::make_pair(g[0], g[1]);
+    }();
+    torch::Tensor plain = torch::nn::functional::cross_entropy(
+        h.matmul(w.t()), t, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+    auto g = torch::autograd::grad({plain}, {h, w});
+    EXPECT_NEAR(ours.item<double>(), plain.item<double>(), 1e-4) << "chunk " << chunk;
+    EXPECT_LE((gh - g[0]).abs().max().item<double>(), 1e-5) << "chunk " << chunk;
+    EXPECT_LE((gw - g[1]).abs().max().item<double>(), 1e-5) << "chunk " << chunk;
+  }
+  EXPECT_EQ(lm_loss_chunk_rows(248320), 270);  // 256 MiB of fp32 logits at Qwen3.5's vocabulary
+}
+
+TEST(ChunkedLmLoss, Bf16HiddenKeepsFloat32LossAndWeightGradient) {
+  torch::manual_seed(1);
+  torch::Tensor h = torch::randn({9, 8}).to(torch::kBFloat16).requires_grad_(true);
+  torch::Tensor w = torch::randn({11, 8}).to(torch::kBFloat16).requires_grad_(true);
+  torch::Tensor t = torch::randint(0, 11, {9}, torch::kLong);
+  torch::Tensor loss = chunked_lm_cross_entropy(h, w, t, 4);
+  EXPECT_EQ(loss.scalar_type(), torch::kFloat);
+  loss.backward();
+  EXPECT_EQ(w.grad().scalar_type(), torch::kBFloat16);
+  torch::Tensor ref = torch::nn::functional::cross_entropy(
+      h.to(torch::kFloat).matmul(w.to(torch::kFloat).t()), t,
+      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+  EXPECT_NEAR(loss.item<double>(), ref.item<double>(), 0.05 * std::abs(ref.item<double>()));
+}
+
+TEST(AdamW, FusedKernelEqualsTheFormulaWithDecayOnMatricesOnly) {
+  torch::manual_seed(2);
+  auto make = [] {
+    return std::vector<NamedParam>{{"w", torch::randn({4, 3}).requires_grad_(true)},
+                                   {"b", torch::randn({3}).requires_grad_(true)}};
+  };
+  torch::manual_seed(3);
+  auto p1 = make();
+  torch::manual_seed(3);
+  auto p2 = make();
+  AdamWOptions o;
+  o.weight_decay = 0.1;
+  AdamW fused(p1, o);
+  o.fused = false;
+  AdamW plain(p2, o);
+  for (int step = 0; step < 3; ++step) {
+    for (auto* ps : {&p1, &p2}) {
+      torch::manual_seed(10 + step);
+      for (auto& p : *ps) p.param.mutable_grad() = torch::randn_like(p.param);
+    }
+    fused.step(1e-2);
+    plain.step(1e-2);
+  }
+  for (std::size_t i = 0; i < p1.size(); ++i) {
+    EXPECT_LE((p1[i].param - p2[i].param).abs().max().item<double>(), 1e-6) << p1[i].name;
+  }
+  auto state = fused.state();
+  EXPECT_EQ(state.size(), 6u);  // exp_avg, exp_avg_sq, step per fp32 parameter (no master copy)
+  EXPECT_EQ(state[2].second.item<double>(), 3.0);  // advanced before each fused call (the kernel does not)
+}
+
+TEST(AdamW, ClipsOnTheDeviceAndKeepsFp32MastersForBf16Params) {
+  std::vector<NamedParam> p = {{"w", torch::ones({2, 2}).to(torch::kBFloat16).requires_grad_(true)}};
+  AdamW opt(p, {});
+  p[0].param.mutable_grad() = torch::full({2, 2}, 3.0).to(torch::kBFloat16);
+  opt.accumulate_grads();
+  p[0].param.mutable_grad() = torch::full({2, 2}, 1.0).to(torch::kBFloat16);
+  opt.accumulate_grads();  // fp32 sum of two micro-batches: 4 each
+  EXPECT_FALSE(p[0].param.grad().defined());
+  torch::Tensor norm = opt.clip_grad_norm(1.0);  // ‖(4,4,4,4)‖ = 8 → scaled by 1/8
+  EXPECT_NEAR(norm.item<double>(), 8.0, 1e-6);
+  EXPECT_NEAR(opt.grads()[0].norm().item<double>(), 1.0, 1e-5);
+  EXPECT_EQ(opt.grads()[0].scalar_type(), torch::kFloat);
+  opt.step(0.5);
+  EXPECT_EQ(opt.state().size(), 4u);  // + the fp32 master
+  EXPECT_NEAR(p[0].param[0][0].item<double>(), 0.5, 1e-2);  // first Adam step moves by lr
+}
+
+TEST(Zero1, OwnersBalanceElementCounts) {
+  // Largest first, each to the lighter rank: 100 → r0; 60 → r1; 50 → r1 (60 < 100: 110); 40 → r0 (140); 10 → r1.
+  auto owner = DataParallel::assign_owners({50, 100, 10, 60, 40}, 2);
+  EXPECT_EQ(owner, (std::vector<int>{1, 0, 1, 1, 0}));
+  EXPECT_EQ(DataParallel::assign_owners({5, 6}, 1), (std::vector<int>{0, 0}));
+}
+
+}  // namespace
+}  // namespace musacoder::train
