@@ -132,7 +132,7 @@ TEST_F(OddInput, TempDirsOfDeadRunsAreSweptLiveOnesKept) {
   Child server({kBin, "serve", "--listen", "127.0.0.1:0", "--auth", "none", "--workers", "1", "--db",
                 (dir_ / "s.db").string(), "--work-dir", work.string(), kTestCache},
                dir_ / "server.log");
-  ASSERT_TRUE(server.wait_for("listening on", 120s)) << server.log();
+  ASSERT_TRUE(server.wait_for("listening on", 600s)) << server.log();
   std::vector<fs::path> left;
   for (const auto& e : fs::directory_iterator(work)) left.push_back(e.path());
   ASSERT_EQ(left.size(), 1u);

@@ -43,7 +43,7 @@ def server_url(tmp_path_factory):
          "--cache-dir", str(_binary().parent.parent.parent / "test-build-cache")],
         stdout=log, stderr=subprocess.STDOUT)
     url = None
-    for _ in range(600):
+    for _ in range(6000):  # up to 10 min: the first start builds the lean shim (minutes on a loaded machine)
         log.seek(0)
         m = re.search(r"listening on 127\.0\.0\.1:(\d+)", log.read())
         if m:

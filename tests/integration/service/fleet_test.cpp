@@ -322,17 +322,17 @@ TEST(FleetAuth, WorkerAndServerAuthenticateToRedis) {
     return std::make_unique<Child>(argv, dir / (name + ".log"));
   };
   auto none = worker("none", {});
-  EXPECT_TRUE(none->wait_for("NOAUTH|Authentication required", 120s)) << none->log();
+  EXPECT_TRUE(none->wait_for("NOAUTH|Authentication required", 600s)) << none->log();
   auto wrong = worker("wrong", {"--redis-user", "evaluator", "--redis-password-file", (dir / "bad").string()});
-  EXPECT_TRUE(wrong->wait_for("refused the credentials", 120s)) << wrong->log();
+  EXPECT_TRUE(wrong->wait_for("refused the credentials", 600s)) << wrong->log();
   EXPECT_EQ(wrong->log().find("guess"), std::string::npos);  // the password is never printed
   auto good = worker("good", {"--redis-user", "evaluator", "--redis-password-file", (dir / "good").string()});
-  ASSERT_TRUE(good->wait_for("pulling from", 120s)) << good->log();
+  ASSERT_TRUE(good->wait_for("pulling from", 600s)) << good->log();
   Child server({kMooreEval.string(), "serve", "--listen", "127.0.0.1:0", "--auth", "none", "--db",
                 (dir / "s.db").string(), "--queue", queue, "--workers", "0", "--redis-user", "evaluator",
                 "--redis-password-file", (dir / "good").string(), kTestCache},
                dir / "server.log");
-  auto http = server.wait_for("listening on 127\\.0\\.0\\.1:([0-9]+)", 120s);
+  auto http = server.wait_for("listening on 127\\.0\\.0\\.1:([0-9]+)", 600s);
   ASSERT_TRUE(http) << server.log();
   Api api(std::stoi(*http));
   auto r = api.post("/v1/evaluate", {{"task", "elementwise/add"}, {"candidate", "prose"}, {"deadline_seconds", 120}});

@@ -59,7 +59,7 @@ class Security : public ::testing::Test {
                          "--header-timeout", "1", "--body-timeout", "2", "--rate-limit", "2", "--rate-burst", "4",
                          "--max-unfinished-per-token", "5", "--max-connections", "512", kTestCache},
                         *dir_ / "server.log");
-    auto port = server_->wait_for("listening on 127\\.0\\.0\\.1:([0-9]+)", 120s);
+    auto port = server_->wait_for("listening on 127\\.0\\.0\\.1:([0-9]+)", 600s);
     ASSERT_TRUE(port) << server_->log();
     port_ = std::stoi(*port);
   }
@@ -260,7 +260,7 @@ TEST(SecurityStart, AuthNoneOnlyOnLoopbackAndTokensRequired) {
   Child local({kMooreEval.string(), "serve", "--listen", "127.0.0.1:0", "--auth", "none", "--db",
                (dir / "c.db").string(), "--workers", "1", kTestCache},
               dir / "local.log");
-  EXPECT_TRUE(local.wait_for("WARNING: --auth none", 120s)) << local.log();
+  EXPECT_TRUE(local.wait_for("WARNING: --auth none", 600s)) << local.log();
   local.kill(SIGTERM);
   fs::remove_all(dir);
 }
@@ -272,7 +272,7 @@ TEST(SecurityStart, RetentionRemovesFinishedJobs) {
                 (dir / "r.db").string(), "--workers", "1", "--retention-days", "0.000001", "--retention-interval",
                 "0.2", kTestCache},
                dir / "server.log");
-  auto port = server.wait_for("listening on 127\\.0\\.0\\.1:([0-9]+)", 120s);
+  auto port = server.wait_for("listening on 127\\.0\\.0\\.1:([0-9]+)", 600s);
   ASSERT_TRUE(port) << server.log();
   Api api(std::stoi(*port));
   auto sub = api.post("/v1/jobs", {{"task", "elementwise/add"}, {"candidate", std::string(100000, 'x')}});
