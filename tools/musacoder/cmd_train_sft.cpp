@@ -28,7 +28,7 @@ namespace {
 
 struct TrainSftFlags {
   train::sft::SftOptions o;
-  std::string base_model, dataset, eval_dataset, output_dir, resume_from;
+  std::string base_model, dataset, eval_dataset, output_dir, resume_from, config_file;
   int nproc_per_node = 1;
 };
 
@@ -108,6 +108,36 @@ int launch_ranks(const std::vector<std::string>& argv, int n) {
     }
   }
   return code;
+}
+
+// Sets every option named in the TOML file (top level or under [train-sft]) that the command line did not give.
+// CLI11's own set_config does not reach a subcommand's options in the CLI11 we build against, so the file is read
+// with its TOML reader and applied here.
+Status apply_config(CLI::App* sub, const std::string& file) {
+  std::vector<CLI::ConfigItem> items;
+  try {
+    items = CLI::ConfigTOML().from_file(file);
+  } catch (const std::exception& e) {
+    return invalid_argument("--config " + file + ": " + e.what());
+  }
+  for (const CLI::ConfigItem& item : items) {
+    if (item.name == "++" || item.name == "--") continue;  // section open/close markers
+    if (!item.parents.empty() && item.parents != std::vector<std::string>{sub->get_name()}) continue;
+    CLI::Option* opt = nullptr;
+    try {
+      opt = sub->get_option("--" + item.name);
+    } catch (const CLI::Error&) {
+      return invalid_argument("--config " + file + ": unknown key '" + item.name + "'");
+    }
+    if (opt->count() > 0 || item.name == "config") continue;  // the command line wins
+    try {
+      opt->add_result(item.inputs);
+      opt->run_callback();
+    } catch (const CLI::Error& e) {
+      return invalid_argument("--config " + file + ": " + item.name + ": " + e.what());
+    }
+  }
+  return {};
 }
 
 int run_train_sft(TrainSftFlags& f) {
@@ -195,7 +225,7 @@ void add_run_flags(CLI::App* s, TrainSftFlags& f) {
 Command add_train_sft_command(CLI::App& app) {
   auto flags = std::make_shared<TrainSftFlags>();
   CLI::App* sub = app.add_subcommand("train-sft", "supervised fine-tuning on chat JSONL (resumable, data parallel, LoRA)");
-  sub->set_config("--config", "", "TOML file whose keys are flag names; command-line flags override it");
+  sub->add_option("--config", flags->config_file, "TOML file whose keys are flag names; command-line flags win");
   add_data_flags(sub, *flags);
   add_optim_flags(sub, *flags);
   add_run_flags(sub, *flags);
@@ -203,7 +233,13 @@ Command add_train_sft_command(CLI::App& app) {
   for (CLI::Option* opt : sub->get_options()) {
     if (opt->get_items_expected_max() == 1) opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   }
-  return {sub, [flags] { return run_train_sft(*flags); }};
+  return {sub, [flags, sub] {
+            if (!flags->config_file.empty()) {
+              Status st = apply_config(sub, flags->config_file);
+              if (!st.ok()) return fail("train-sft", st);
+            }
+            return run_train_sft(*flags);
+          }};
 }
 
 }  // namespace musacoder::tool
