@@ -9,6 +9,7 @@
 
 #include <fcntl.h>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "core/files.h"
@@ -49,8 +50,11 @@ std::vector<json> jsonl(const fs::path& p) {
 
 class OddInput : public ::testing::Test {
  protected:
-  void SetUp() override { dir_ = TempDir::create("mc-odd-input-").value().path(); }
-  void TearDown() override { (void)remove_tree(dir_); }
+  void SetUp() override {
+    tmp_.emplace(TempDir::create("mc-odd-input-").value());
+    dir_ = tmp_->path();
+  }
+  std::optional<TempDir> tmp_;  // removed (with everything below) after each test
   fs::path dir_;
 };
 

@@ -217,6 +217,9 @@ int run_worker(const WorkerCommand& cmd, const eval::EvalOptions& options) {
   if (auto ep = service::parse_redis_url(cmd.queue); !ep.ok()) return fail(ep.status());
   auto catalog = service::load_catalog(cmd.tasks_dir);
   if (!catalog.ok()) return fail(catalog.status());
+  // Redis (and its credentials) first: a wrong password fails in milliseconds, not after
+  // the evaluator's start-up.
+  if (auto probe = service::open_redis_source(ro, "startup-check"); !probe.ok()) return fail(probe.status());
   eval::EvalOptions worker_options = options;
   worker_options.workers = cmd.threads;
   eval::Evaluator evaluator(worker_options);
