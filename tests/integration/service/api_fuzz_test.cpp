@@ -28,7 +28,7 @@ class ApiFuzz : public ::testing::Test {
                                  (dir_ / "fuzz.db").string(), "--workers", "1", "--auth", "none", "--max-batch", "64",
                                  "--max-body-bytes", std::to_string(4 << 20), "--no-cache"},
         dir_ / "server.log");
-    auto port = server_->wait_for("listening on 127\\.0\\.0\\.1:([0-9]+)", 60s);
+    auto port = server_->wait_for("listening on 127\\.0\\.0\\.1:([0-9]+)", 600s);
     ASSERT_TRUE(port) << server_->log();
     port_ = std::stoi(*port);
     api_ = std::make_unique<Api>(port_);
