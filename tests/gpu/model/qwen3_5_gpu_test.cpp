@@ -62,7 +62,9 @@ RunResult run(const Inputs& in, const torch::Device& device, const torch::Tensor
 
 void expect_close(const RunResult& gpu, const RunResult& cpu, double tol, const std::string& what) {
   EXPECT_LE(max_abs(gpu.out, cpu.out), tol) << what << " out";
-  if (cpu.state.defined()) EXPECT_LE(max_abs(gpu.state, cpu.state), tol) << what << " final state";
+  if (cpu.state.defined()) {
+    EXPECT_LE(max_abs(gpu.state, cpu.state), tol) << what << " final state";
+  }
   const char* names[] = {"q", "k", "v", "g", "beta"};
   for (std::size_t i = 0; i < cpu.grads.size(); ++i) {
     const double scale = std::max(1.0, cpu.grads[i].abs().max().item<double>());
