@@ -8,7 +8,8 @@
 #   model   the model's bf16 parity test and tokens/s (tests/gpu/model)
 #   stability  bench/reward_stability on cuda and cpu (RUNS, STABILITY_TASK, STABILITY_MODES)
 # Usage there:  source .devdeps/unpack && STEPS="suite bench" bash tests/gpu/run_on_device.sh
-# (.devdeps: ../shared/device/fetch-debs nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev
+# (.devdeps: ../shared/device/fetch-debs nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libcpp-httplib-dev
+#  libcpp-httplib0.11 libbrotli-dev libbrotli1 zlib1g-dev libhiredis-dev libsqlite3-dev libseccomp-dev bubblewrap libgloo-dev
 #  libssl-dev libssl3 libpcre2-dev libicu-dev)
 set -uo pipefail
 OUT="${OUT:-/tmp/mooreeval-gpu-out}"
