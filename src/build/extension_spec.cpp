@@ -1,8 +1,36 @@
 #include "build/extension_spec.h"
 
+#include <cctype>
+
 namespace musacoder::build {
 
 using nlohmann::json;
+
+namespace {
+
+// load_inline strips each flag and joins them with spaces into build.ninja, whose command line the
+// shell splits into words: an empty flag vanishes and "-O3 -DX" is two flags. (Quotes are not
+// interpreted here; a flag holding a quoted space is rare and then fails to compile visibly.)
+std::vector<std::string> shell_words(const std::vector<std::string>& flags) {
+  std::vector<std::string> words;
+  for (const auto& flag : flags) {
+    std::size_t i = 0;
+    while (i < flag.size()) {
+      while (i < flag.size() && std::isspace(static_cast<unsigned char>(flag[i]))) ++i;
+      std::size_t end = i;
+      while (end < flag.size() && !std::isspace(static_cast<unsigned char>(flag[end]))) ++end;
+      if (end > i) words.push_back(flag.substr(i, end - i));
+      i = end;
+    }
+  }
+  return words;
+}
+
+std::vector<std::string> flag_words(const json& j, const char* key) {
+  return shell_words(j.at(key).get<std::vector<std::string>>());
+}
+
+}  // namespace
 
 Result<ExtensionSpec> extension_spec_from_json(const json& j) {
   ExtensionSpec s;
@@ -14,9 +42,9 @@ Result<ExtensionSpec> extension_spec_from_json(const json& j) {
       s.has_functions = true;
       for (const auto& [k, v] : j.at("functions").items()) s.functions.emplace_back(k, v.get<std::string>());
     }
-    s.extra_cflags = j.at("extra_cflags").get<std::vector<std::string>>();
-    s.extra_cuda_cflags = j.at("extra_cuda_cflags").get<std::vector<std::string>>();
-    s.extra_ldflags = j.at("extra_ldflags").get<std::vector<std::string>>();
+    s.extra_cflags = flag_words(j, "extra_cflags");
+    s.extra_cuda_cflags = flag_words(j, "extra_cuda_cflags");
+    s.extra_ldflags = flag_words(j, "extra_ldflags");
     s.extra_include_paths = j.at("extra_include_paths").get<std::vector<std::string>>();
     if (!j.at("with_cuda").is_null()) s.with_cuda = j.at("with_cuda").get<bool>() ? 1 : 0;
     s.with_pytorch_error_handling = j.at("with_pytorch_error_handling").get<bool>();

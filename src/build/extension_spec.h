@@ -23,6 +23,9 @@ struct ExtensionSpec {
   bool no_implicit_headers = false;
 };
 
+// The flags come out as the build's words, the way load_inline's ninja command line splits them:
+// each extra_*flags entry is split at whitespace and empty entries vanish (KernelBench's own example
+// passes extra_cflags=[""], which PyTorch builds fine).
 Result<ExtensionSpec> extension_spec_from_json(const nlohmann::json& j);
 
 // The generated main.cpp / cuda.cu texts, exactly as load_inline writes them.

@@ -47,6 +47,20 @@ TEST(ExtensionBuild, SpecFromJsonRejectsMalformed) {
   EXPECT_FALSE(extension_spec_from_json(nlohmann::json::parse(R"({"name": 3})")).ok());
 }
 
+// load_inline joins the flags into one ninja command line: KernelBench's example extra_cflags=[""]
+// builds, and "-O3 -DX" is two flags. (A real sample with [""] scored compile_error before.)
+TEST(ExtensionBuild, SpecFlagsAreTheCommandLineWords) {
+  auto j = nlohmann::json::parse(R"({"name": "ext", "cpp_sources": ["x"], "cuda_sources": [], "functions": null,
+    "extra_cflags": ["", " -O3 ", "-DA=1\t-DB=2"], "extra_cuda_cflags": ["  "], "extra_ldflags": [""],
+    "extra_include_paths": [], "with_cuda": null, "with_pytorch_error_handling": true,
+    "no_implicit_headers": false})");
+  auto s = extension_spec_from_json(j);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->extra_cflags, (std::vector<std::string>{"-O3", "-DA=1", "-DB=2"}));
+  EXPECT_TRUE(s->extra_cuda_cflags.empty());
+  EXPECT_TRUE(s->extra_ldflags.empty());
+}
+
 // A stand-in compiler: logs each call, takes a while, and writes the file after -o.
 const char* kFakeCompiler = R"(#!/bin/sh
 echo "$@" >> "$(dirname "$0")/calls.log"
