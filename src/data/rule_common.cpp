@@ -40,6 +40,44 @@ bool is_norm_with_bias(Anchor a) {
          a == Anchor::kBatchNormTrain;
 }
 
+// The emitted broadcast helpers (struct Bcast, make_bcast on the host, bcast_offset with `qualifier`).
+constexpr const char* kBroadcast = R"(// Broadcast of an operand to a shape (right-aligned, size-1 dimensions repeat).
+struct Bcast {
+    int rank;
+    bool full;  // same number of elements: the offset is the index itself
+    int64_t size[8];
+    int64_t stride[8];
+};
+
+static Bcast make_bcast(const torch::Tensor& t, const std::vector<int64_t>& shape) {
+    Bcast b{};
+    b.rank = static_cast<int>(shape.size());
+    TORCH_CHECK(b.rank <= 8 && t.dim() <= b.rank, "operand rank does not broadcast");
+    int64_t n = 1, s = 1;
+    for (int d = b.rank - 1; d >= 0; --d) {
+        const int64_t td = d - (b.rank - t.dim());
+        const int64_t len = td >= 0 ? t.size(td) : 1;
+        TORCH_CHECK(len == 1 || len == shape[d], "operand shape does not broadcast");
+        b.size[d] = shape[d];
+        b.stride[d] = len == 1 ? 0 : s;
+        s *= len;
+        n *= shape[d];
+    }
+    b.full = t.numel() == n;
+    return b;
+}
+
+@QUALIFIER@ int64_t bcast_offset(const Bcast& b, int64_t i) {
+    if (b.full) return i;
+    int64_t off = 0;
+    for (int d = b.rank - 1; d >= 0; --d) {
+        off += (i % b.size[d]) * b.stride[d];
+        i /= b.size[d];
+    }
+    return off;
+}
+)";
+
 }  // namespace
 
 std::vector<Arg> kernel_args(const Program& p) {
@@ -105,6 +143,10 @@ std::string operand_setup(const Program& p, const std::vector<EwOp>& ops, const 
     out += indent + "const Bcast bc" + k + " = make_bcast(" + n + ", " + shape + ");\n";
   }
   return out;
+}
+
+std::string broadcast_helpers(const std::string& offset_qualifier) {
+  return fill(kBroadcast, {{"QUALIFIER", offset_qualifier}});
 }
 
 std::string host_params(const Program& p) {

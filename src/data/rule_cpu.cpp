@@ -18,42 +18,7 @@ constexpr const char* kCommon = R"(#include <cmath>
 #include <cstring>
 #include <vector>
 
-// Broadcast of an operand to a shape (right-aligned, size-1 dimensions repeat).
-struct Bcast {
-    int rank;
-    bool full;  // same number of elements: the offset is the index itself
-    int64_t size[8];
-    int64_t stride[8];
-};
-
-static Bcast make_bcast(const torch::Tensor& t, const std::vector<int64_t>& shape) {
-    Bcast b{};
-    b.rank = static_cast<int>(shape.size());
-    TORCH_CHECK(b.rank <= 8 && t.dim() <= b.rank, "operand rank does not broadcast");
-    int64_t n = 1, s = 1;
-    for (int d = b.rank - 1; d >= 0; --d) {
-        const int64_t td = d - (b.rank - t.dim());
-        const int64_t len = td >= 0 ? t.size(td) : 1;
-        TORCH_CHECK(len == 1 || len == shape[d], "operand shape does not broadcast");
-        b.size[d] = shape[d];
-        b.stride[d] = len == 1 ? 0 : s;
-        s *= len;
-        n *= shape[d];
-    }
-    b.full = t.numel() == n;
-    return b;
-}
-
-static inline int64_t bcast_offset(const Bcast& b, int64_t i) {
-    if (b.full) return i;
-    int64_t off = 0;
-    for (int d = b.rank - 1; d >= 0; --d) {
-        off += (i % b.size[d]) * b.stride[d];
-        i /= b.size[d];
-    }
-    return off;
-}
-)";
+@BROADCAST@)";
 
 constexpr const char* kFloat32 = R"(
 using scalar_t = float;
@@ -130,7 +95,7 @@ static inline float rnd(float v) { return bf16_to_float(float_to_bf16(v)); }
 )";
 
 std::string preamble(const Program& p) {
-  std::string s = kCommon;
+  std::string s = fill(kCommon, {{"BROADCAST", rule::broadcast_helpers("static inline")}});
   s += p.dtype == DType::kFloat32 ? kFloat32 : p.dtype == DType::kFloat16 ? kFloat16 : kBFloat16;
   return s;
 }

@@ -19,42 +19,7 @@ using rule::operand_setup;
 constexpr const char* kCommon = R"(#include <cstdint>
 #include <vector>
 @TYPE_HEADER@
-// Broadcast of an operand to a shape (right-aligned, size-1 dimensions repeat).
-struct Bcast {
-    int rank;
-    bool full;  // same number of elements: the offset is the index itself
-    int64_t size[8];
-    int64_t stride[8];
-};
-
-static Bcast make_bcast(const torch::Tensor& t, const std::vector<int64_t>& shape) {
-    Bcast b{};
-    b.rank = static_cast<int>(shape.size());
-    TORCH_CHECK(b.rank <= 8 && t.dim() <= b.rank, "operand rank does not broadcast");
-    int64_t n = 1, s = 1;
-    for (int d = b.rank - 1; d >= 0; --d) {
-        const int64_t td = d - (b.rank - t.dim());
-        const int64_t len = td >= 0 ? t.size(td) : 1;
-        TORCH_CHECK(len == 1 || len == shape[d], "operand shape does not broadcast");
-        b.size[d] = shape[d];
-        b.stride[d] = len == 1 ? 0 : s;
-        s *= len;
-        n *= shape[d];
-    }
-    b.full = t.numel() == n;
-    return b;
-}
-
-__device__ __forceinline__ int64_t bcast_offset(const Bcast& b, int64_t i) {
-    if (b.full) return i;
-    int64_t off = 0;
-    for (int d = b.rank - 1; d >= 0; --d) {
-        off += (i % b.size[d]) * b.stride[d];
-        i /= b.size[d];
-    }
-    return off;
-}
-@TYPE_FUNCS@
+@BROADCAST@@TYPE_FUNCS@
 // Block-wide reductions for blockDim.x a multiple of 32 (<= 1024); `smem` holds 32 floats.
 // Every thread gets the result; the trailing barrier lets the caller reuse `smem` at once.
 __device__ __forceinline__ float warp_sum(float v) {
@@ -94,32 +59,29 @@ static void check_launch() {
 }
 )";
 
-constexpr const char* kFloat32 = R"(
-using scalar_t = float;
-__device__ __forceinline__ float ld(const float* p, int64_t i) { return p[i]; }
-__device__ __forceinline__ void st(float* p, int64_t i, float v) { p[i] = v; }
-__device__ __forceinline__ float rnd(float v) { return v; }
+// Loads, stores and rounding for the storage type @T@ (converted to and from float by @TO@ and
+// @FROM@; float32 needs neither).
+constexpr const char* kTypeFuncs = R"(
+using scalar_t = @T@;
+__device__ __forceinline__ float ld(const @T@* p, int64_t i) { return @TO@(p[i]); }
+__device__ __forceinline__ void st(@T@* p, int64_t i, float v) { p[i] = @FROM@(v); }
+__device__ __forceinline__ float rnd(float v) { return @TO@(@FROM@(v)); }
 )";
 
-constexpr const char* kFloat16 = R"(
-using scalar_t = __half;
-__device__ __forceinline__ float ld(const __half* p, int64_t i) { return __half2float(p[i]); }
-__device__ __forceinline__ void st(__half* p, int64_t i, float v) { p[i] = __float2half_rn(v); }
-__device__ __forceinline__ float rnd(float v) { return __half2float(__float2half_rn(v)); }
-)";
-
-constexpr const char* kBFloat16 = R"(
-using scalar_t = __nv_bfloat16;
-__device__ __forceinline__ float ld(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
-__device__ __forceinline__ void st(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
-__device__ __forceinline__ float rnd(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
-)";
+std::string type_funcs(DType dtype) {
+  if (dtype == DType::kFloat16)
+    return fill(kTypeFuncs, {{"T", "__half"}, {"TO", "__half2float"}, {"FROM", "__float2half_rn"}});
+  if (dtype == DType::kBFloat16)
+    return fill(kTypeFuncs, {{"T", "__nv_bfloat16"}, {"TO", "__bfloat162float"}, {"FROM", "__float2bfloat16_rn"}});
+  return fill(kTypeFuncs, {{"T", "float"}, {"TO", ""}, {"FROM", ""}});
+}
 
 std::string preamble(const Program& p) {
   const char* header = p.dtype == DType::kFloat16 ? "#include <cuda_fp16.h>\n"
                        : p.dtype == DType::kBFloat16 ? "#include <cuda_bf16.h>\n" : "";
-  const char* funcs = p.dtype == DType::kFloat32 ? kFloat32 : p.dtype == DType::kFloat16 ? kFloat16 : kBFloat16;
-  return fill(kCommon, {{"TYPE_HEADER", header}, {"TYPE_FUNCS", funcs}});
+  return fill(kCommon, {{"TYPE_HEADER", header},
+                        {"BROADCAST", rule::broadcast_helpers("__device__ __forceinline__")},
+                        {"TYPE_FUNCS", type_funcs(p.dtype)}});
 }
 
 std::string cptr(const std::string& n) {
