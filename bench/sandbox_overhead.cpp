@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/files.h"
-#include "core/subprocess.h"
+#include "process/subprocess.h"
 #include "sandbox/sandbox.h"
 
 namespace {

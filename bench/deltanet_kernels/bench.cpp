@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "core/subprocess.h"
+#include "process/subprocess.h"
 #include "model/delta_rule.h"
 
 namespace {

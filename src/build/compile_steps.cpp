@@ -3,7 +3,7 @@
 #include <memory>
 #include <utility>
 
-#include "core/subprocess.h"
+#include "process/subprocess.h"
 
 namespace musacoder::build {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/subprocess.h"
+#include "process/subprocess.h"
 
 namespace musacoder::build {
 

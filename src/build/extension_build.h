@@ -20,7 +20,7 @@
 #include "build/lean_build.h"
 #include "build/toolchain.h"
 #include "core/status.h"
-#include "core/subprocess.h"
+#include "process/subprocess.h"
 
 namespace musacoder::build {
 

@@ -7,7 +7,7 @@
 #include <semaphore>
 
 #include "core/status.h"
-#include "core/subprocess.h"
+#include "process/subprocess.h"
 #include "eval/sandboxed_warm_pool.h"
 #include "run/runner.h"
 

@@ -15,7 +15,7 @@
 #include <string>
 
 #include "core/status.h"
-#include "core/subprocess.h"
+#include "process/subprocess.h"
 #include "run/warm_runner.h"
 
 namespace musacoder::run {

@@ -23,7 +23,7 @@
 
 #include "core/files.h"
 #include "core/status.h"
-#include "core/subprocess.h"
+#include "process/subprocess.h"
 
 namespace musacoder::run {
 

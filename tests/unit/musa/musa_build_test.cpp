@@ -11,7 +11,7 @@
 
 #include "build/extension_build.h"
 #include "core/files.h"
-#include "core/subprocess.h"
+#include "process/subprocess.h"
 #include "sandbox/host_layout.h"
 
 namespace musacoder::build {

@@ -1,4 +1,4 @@
-#include "core/subprocess.h"
+#include "process/subprocess.h"
 
 #include <fcntl.h>
 #include <poll.h>
