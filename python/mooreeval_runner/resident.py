@@ -17,7 +17,7 @@ and the device's caching allocator emptied (the next candidate's process needs t
 
 If the client's connection closes while a job runs (the orchestrator killed it at its
 deadline), a job in this process cannot be killed alone: the whole server exits at once, and
-the orchestrator starts a new one (see src/eval/resident_references.h). A device that fails
+the orchestrator starts a new one (see src/mooreeval/pipeline/resident_references.h). A device that fails
 its health check after a job (a sticky CUDA error) ends the server the same way.
 """
 import os

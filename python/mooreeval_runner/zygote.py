@@ -14,7 +14,7 @@ If the client's connection closes first (the orchestrator killed the client at i
 the zygote kills the job's process group at once.
 
 --exclusive: the zygote runs alone in its own sandbox (bubblewrap, its own pid namespace; see
-src/eval/sandboxed_warm_pool.h) and serves one untrusted job at a time. Before it reports a
+src/mooreeval/pipeline/sandboxed_warm_pool.h) and serves one untrusted job at a time. Before it reports a
 job's end (or, for a killed client, before it serves the next request) it kills every other
 process of the namespace, setsid'ed ones included, and empties what a job could leave behind
 for the next one: /tmp, /dev/shm and the namespace's SysV IPC objects. The zygote itself is

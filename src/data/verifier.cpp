@@ -2,8 +2,8 @@
 #include "data/verifier.h"
 
 #include "build/toolchain.h"
-#include "eval/batch.h"
-#include "eval/evaluator.h"
+#include "mooreeval/pipeline/batch.h"
+#include "mooreeval/pipeline/evaluator.h"
 #include "run/runner.h"
 #include "sandbox/sandbox.h"
 #include "task/task.h"

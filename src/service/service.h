@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "eval/evaluator.h"
+#include "mooreeval/pipeline/evaluator.h"
 #include "service/memory_queue.h"
 #include "service/metrics.h"
 #include "service/redis_queue.h"

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "eval/evaluator.h"
+#include "mooreeval/pipeline/evaluator.h"
 #include "service/queue.h"
 #include "task/task.h"
 

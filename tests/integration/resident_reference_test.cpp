@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/files.h"
-#include "eval/resident_references.h"
+#include "mooreeval/pipeline/resident_references.h"
 #include "run/runner.h"
 
 namespace musacoder::eval {

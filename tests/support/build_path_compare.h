@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "eval/batch.h"
+#include "mooreeval/pipeline/batch.h"
 #include "support/adversarial.h"
 #include "support/eval_env.h"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/files.h"
-#include "eval/evaluator.h"
+#include "mooreeval/pipeline/evaluator.h"
 #include "task/task.h"
 
 namespace musacoder::testing {

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/files.h"
-#include "eval/batch.h"
+#include "mooreeval/pipeline/batch.h"
 #include "report/summary.h"
 #include "task/task.h"
 

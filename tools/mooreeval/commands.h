@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string>
 
-#include "eval/evaluator.h"
+#include "mooreeval/pipeline/evaluator.h"
 
 namespace musacoder::tools {
 

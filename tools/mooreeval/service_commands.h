@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "commands.h"
-#include "eval/evaluator.h"
+#include "mooreeval/pipeline/evaluator.h"
 
 namespace musacoder::tools {
 

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/files.h"
-#include "eval/sandboxed_warm_pool.h"
+#include "mooreeval/pipeline/sandboxed_warm_pool.h"
 #include "run/runner.h"
 #include "sandbox/sandbox.h"
 

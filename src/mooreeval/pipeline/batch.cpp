@@ -1,4 +1,4 @@
-#include "eval/batch.h"
+#include "mooreeval/pipeline/batch.h"
 
 #include <algorithm>
 #include <atomic>

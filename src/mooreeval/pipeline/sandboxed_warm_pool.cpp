@@ -1,4 +1,4 @@
-#include "eval/sandboxed_warm_pool.h"
+#include "mooreeval/pipeline/sandboxed_warm_pool.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

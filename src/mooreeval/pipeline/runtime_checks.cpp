@@ -1,4 +1,4 @@
-#include "eval/runtime_checks.h"
+#include "mooreeval/pipeline/runtime_checks.h"
 
 #include "core/files.h"
 

@@ -1,4 +1,4 @@
-#include "eval/untrusted_job.h"
+#include "mooreeval/pipeline/untrusted_job.h"
 
 namespace musacoder::eval {
 

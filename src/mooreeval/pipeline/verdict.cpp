@@ -1,4 +1,4 @@
-#include "eval/verdict.h"
+#include "mooreeval/pipeline/verdict.h"
 
 namespace musacoder::eval {
 

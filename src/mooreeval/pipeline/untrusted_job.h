@@ -8,7 +8,7 @@
 
 #include "core/status.h"
 #include "process/subprocess.h"
-#include "eval/sandboxed_warm_pool.h"
+#include "mooreeval/pipeline/sandboxed_warm_pool.h"
 #include "run/runner.h"
 
 namespace musacoder::eval {

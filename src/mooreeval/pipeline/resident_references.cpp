@@ -1,4 +1,4 @@
-#include "eval/resident_references.h"
+#include "mooreeval/pipeline/resident_references.h"
 
 #include <algorithm>
 #include <cstdio>

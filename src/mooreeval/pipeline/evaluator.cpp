@@ -1,4 +1,4 @@
-#include "eval/evaluator.h"
+#include "mooreeval/pipeline/evaluator.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -11,9 +11,9 @@
 #include "candidate/extract.h"
 #include "core/files.h"
 #include "core/text.h"
-#include "eval/job_sandbox.h"
-#include "eval/runtime_checks.h"
-#include "eval/untrusted_job.h"
+#include "mooreeval/pipeline/job_sandbox.h"
+#include "mooreeval/pipeline/runtime_checks.h"
+#include "mooreeval/pipeline/untrusted_job.h"
 #include "verify/compare.h"
 #include "verify/output_file.h"
 

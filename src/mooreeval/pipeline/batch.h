@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "eval/evaluator.h"
+#include "mooreeval/pipeline/evaluator.h"
 #include "task/task.h"
 
 namespace musacoder::eval {
