@@ -4,7 +4,7 @@
 # the same kernel with fewer headers in the translation unit, alone and 16 at once (as the
 # compile pool runs them on a 16-core machine). Prints one line per variant and concurrency,
 # and nvcc's per-phase milliseconds (--time) for each variant alone.
-#   lean      the lean path's translation unit (<torch/types.h> from src/build/lean/shadow),
+#   lean      the lean path's translation unit (<torch/types.h> from src/mooreeval/compile/lean/shadow),
 #             without <string> as the lean path compiles it (the kernel names no std::string)
 #   lean+str  the same with <string>, as for a source that names std::string
 #   stl       the kernel with <vector> and <string> only
@@ -17,7 +17,7 @@ arch=${arch:-90}
 out=${2:-$(mktemp -d /tmp/nvcc-costs-XXXXXX)}
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 mkdir -p "$out"
-lean="$root/src/build/lean"
+lean="$root/src/mooreeval/compile/lean"
 python3 - "$root/solutions/cuda/elementwise/add.py" "$out" <<'EOF'
 import re, sys
 src = open(sys.argv[1]).read()

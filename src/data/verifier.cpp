@@ -1,7 +1,7 @@
 // The adapter onto eval/ (Evaluator + run_batch).
 #include "data/verifier.h"
 
-#include "build/toolchain.h"
+#include "mooreeval/compile/toolchain.h"
 #include "mooreeval/pipeline/batch.h"
 #include "mooreeval/pipeline/evaluator.h"
 #include "run/runner.h"

@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "build/extension_build.h"
-#include "build/toolchain.h"
+#include "mooreeval/compile/extension_build.h"
+#include "mooreeval/compile/toolchain.h"
 #include "core/status.h"
 
 namespace musacoder::legality {

@@ -112,7 +112,7 @@ void add_common(CLI::App* app, CommonFlags& f, EvalOptions& o) {
   app->add_flag("--no-warm-runners", f.no_warm, "start a fresh interpreter per runner job (no zygote)");
   app->add_flag("--no-resident-reference", f.no_resident,
                 "run each reference in a process of its own, not in a resident server per run slot");
-  app->add_option("--lean-dir", o.lean_dir, "lean build sources (default: source tree's src/build/lean)");
+  app->add_option("--lean-dir", o.lean_dir, "lean build sources (default: source tree's src/mooreeval/compile/lean)");
   app->add_option("--work-dir", f.work_dir, "parent of per-job temp dirs");
   app->add_flag("--keep-work-dirs", o.keep_work_dirs, "keep per-job dirs for debugging");
   app->add_flag("--no-runtime-op-check", f.no_op_check, "skip the dispatched-ops legality check");

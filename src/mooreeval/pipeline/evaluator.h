@@ -18,8 +18,8 @@
 #include <string>
 #include <string_view>
 
-#include "build/extension_build.h"
-#include "build/toolchain.h"
+#include "mooreeval/compile/extension_build.h"
+#include "mooreeval/compile/toolchain.h"
 #include "core/files.h"
 #include "mooreeval/pipeline/inspect_cache.h"
 #include "mooreeval/pipeline/resident_references.h"

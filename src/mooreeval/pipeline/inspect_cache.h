@@ -3,7 +3,7 @@
 // the task file and the runner's code, so an identical submission — frequent in RL, where a
 // policy repeats itself — need not be inspected again: its result comes from the build cache
 // directory, as entry `inspect-<key>/inspect.json` (same atomic publish, LRU bound and
-// cross-process safety as the built libraries, src/build/build_cache.h).
+// cross-process safety as the built libraries, src/mooreeval/compile/build_cache.h).
 //
 // Only results with status "ok" are kept (the candidate parsed and its findings, if any, are
 // the AST's); failures are re-inspected, so a crash is never replayed from a file.
@@ -17,7 +17,7 @@
 #include <string>
 #include <string_view>
 
-#include "build/build_cache.h"
+#include "mooreeval/compile/build_cache.h"
 
 namespace musacoder::eval {
 

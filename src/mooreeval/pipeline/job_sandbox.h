@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "build/toolchain.h"
+#include "mooreeval/compile/toolchain.h"
 #include "core/status.h"
 
 namespace musacoder::eval {

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "build/extension_build.h"
+#include "mooreeval/compile/extension_build.h"
 #include "core/files.h"
 #include "process/subprocess.h"
 #include "sandbox/host_layout.h"
