@@ -4,7 +4,7 @@
 #include "mooreeval/compile/toolchain.h"
 #include "mooreeval/pipeline/batch.h"
 #include "mooreeval/pipeline/evaluator.h"
-#include "run/runner.h"
+#include "mooreeval/runner/runner.h"
 #include "sandbox/sandbox.h"
 #include "task/task.h"
 

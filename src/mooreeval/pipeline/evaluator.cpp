@@ -13,7 +13,7 @@
 #include "core/text.h"
 #include "mooreeval/pipeline/job_sandbox.h"
 #include "mooreeval/pipeline/runtime_checks.h"
-#include "mooreeval/pipeline/untrusted_job.h"
+#include "mooreeval/runner/untrusted_job.h"
 #include "verify/compare.h"
 #include "verify/output_file.h"
 

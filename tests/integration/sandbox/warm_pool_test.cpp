@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/files.h"
-#include "mooreeval/pipeline/sandboxed_warm_pool.h"
-#include "run/runner.h"
+#include "mooreeval/runner/sandboxed_warm_pool.h"
+#include "mooreeval/runner/runner.h"
 #include "sandbox/sandbox.h"
 
 namespace musacoder::eval {

@@ -8,8 +8,8 @@
 
 #include "core/status.h"
 #include "process/subprocess.h"
-#include "mooreeval/pipeline/sandboxed_warm_pool.h"
-#include "run/runner.h"
+#include "mooreeval/runner/sandboxed_warm_pool.h"
+#include "mooreeval/runner/runner.h"
 
 namespace musacoder::eval {
 

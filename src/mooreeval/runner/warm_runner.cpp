@@ -1,4 +1,4 @@
-#include "run/warm_runner.h"
+#include "mooreeval/runner/warm_runner.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -11,7 +11,7 @@
 #include <cstring>
 #include <thread>
 
-#include "run/runner.h"
+#include "mooreeval/runner/runner.h"
 
 #ifndef MOOREEVAL_BUILT_WARM_CLIENT
 #define MOOREEVAL_BUILT_WARM_CLIENT ""

@@ -1,4 +1,4 @@
-#include "mooreeval/pipeline/sandboxed_warm_pool.h"
+#include "mooreeval/runner/sandboxed_warm_pool.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <cstring>
 #include <thread>
 
-#include "run/warm_runner.h"
+#include "mooreeval/runner/warm_runner.h"
 
 namespace musacoder::eval {
 

@@ -1,4 +1,4 @@
-#include "run/runner.h"
+#include "mooreeval/runner/runner.h"
 
 #include <algorithm>
 #include <chrono>

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "core/status.h"
-#include "run/runner.h"
-#include "run/warm_runner.h"
+#include "mooreeval/runner/runner.h"
+#include "mooreeval/runner/warm_runner.h"
 
 namespace musacoder::eval {
 

@@ -16,7 +16,7 @@
 
 #include "core/status.h"
 #include "process/subprocess.h"
-#include "run/warm_runner.h"
+#include "mooreeval/runner/warm_runner.h"
 
 namespace musacoder::run {
 

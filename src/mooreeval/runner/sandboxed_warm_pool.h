@@ -31,7 +31,7 @@
 
 #include "core/files.h"
 #include "core/status.h"
-#include "run/runner.h"
+#include "mooreeval/runner/runner.h"
 #include "sandbox/sandbox.h"
 
 namespace musacoder::eval {

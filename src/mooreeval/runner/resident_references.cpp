@@ -1,4 +1,4 @@
-#include "mooreeval/pipeline/resident_references.h"
+#include "mooreeval/runner/resident_references.h"
 
 #include <algorithm>
 #include <cstdio>

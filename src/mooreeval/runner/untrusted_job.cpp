@@ -1,4 +1,4 @@
-#include "mooreeval/pipeline/untrusted_job.h"
+#include "mooreeval/runner/untrusted_job.h"
 
 namespace musacoder::eval {
 
