@@ -6,7 +6,7 @@
 #include "mooreeval/pipeline/evaluator.h"
 #include "mooreeval/runner/runner.h"
 #include "sandbox/sandbox.h"
-#include "task/task.h"
+#include "mooreeval/task/task.h"
 
 namespace musacoder::data {
 namespace {

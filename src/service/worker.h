@@ -20,7 +20,7 @@
 
 #include "mooreeval/pipeline/evaluator.h"
 #include "service/queue.h"
-#include "task/task.h"
+#include "mooreeval/task/task.h"
 
 namespace musacoder::service {
 

@@ -9,7 +9,7 @@
 
 #include "core/files.h"
 #include "mooreeval/pipeline/evaluator.h"
-#include "task/task.h"
+#include "mooreeval/task/task.h"
 
 namespace musacoder::testing {
 

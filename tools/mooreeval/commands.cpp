@@ -11,7 +11,7 @@
 #include "core/files.h"
 #include "mooreeval/pipeline/batch.h"
 #include "report/summary.h"
-#include "task/task.h"
+#include "mooreeval/task/task.h"
 
 namespace musacoder::tools {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "mooreeval/pipeline/evaluator.h"
-#include "task/task.h"
+#include "mooreeval/task/task.h"
 
 namespace musacoder::eval {
 

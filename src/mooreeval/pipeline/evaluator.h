@@ -30,7 +30,7 @@
 #include "reward/reward.h"
 #include "mooreeval/runner/runner.h"
 #include "sandbox/sandbox.h"
-#include "task/task.h"
+#include "mooreeval/task/task.h"
 
 namespace musacoder::eval {
 
