@@ -8,7 +8,7 @@
 #include <shared_mutex>
 #include <thread>
 
-#include "candidate/extract.h"
+#include "mooreeval/candidate/extract.h"
 #include "core/files.h"
 #include "core/text.h"
 #include "mooreeval/pipeline/job_sandbox.h"
