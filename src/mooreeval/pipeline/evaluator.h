@@ -26,7 +26,7 @@
 #include "mooreeval/runner/sandboxed_warm_pool.h"
 #include "mooreeval/pipeline/timing_lock.h"
 #include "mooreeval/pipeline/verdict.h"
-#include "legality/legality.h"
+#include "mooreeval/legality/legality.h"
 #include "reward/reward.h"
 #include "mooreeval/runner/runner.h"
 #include "sandbox/sandbox.h"

@@ -10,7 +10,7 @@
 #include <optional>
 #include <vector>
 
-#include "legality/legality.h"
+#include "mooreeval/legality/legality.h"
 #include "verify/compare.h"
 #include "verify/output_file.h"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "legality/legality.h"
+#include "mooreeval/legality/legality.h"
 #include "reward/reward.h"
 
 namespace musacoder::eval {

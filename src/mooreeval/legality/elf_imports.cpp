@@ -1,7 +1,7 @@
 // ELF64 reader for undefined dynamic symbols and DT_NEEDED (elf_imports.h). Only the section
 // headers, .dynsym/.dynamic and their string tables are read; every offset is bounds-checked
 // against the file size, so a truncated or hostile file is an error, never a crash.
-#include "legality/elf_imports.h"
+#include "mooreeval/legality/elf_imports.h"
 
 #include <cxxabi.h>
 

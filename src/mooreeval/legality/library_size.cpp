@@ -3,7 +3,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "legality/legality.h"
+#include "mooreeval/legality/legality.h"
 
 namespace musacoder::legality {
 

@@ -1,6 +1,6 @@
 // What a built extension library needs from the process it is loaded into: its undefined dynamic
 // symbols (.dynsym entries with no section) and its DT_NEEDED libraries, read from the ELF file
-// without loading it. Internal to src/legality (library_imports.cpp judges them).
+// without loading it. Internal to src/mooreeval/legality (library_imports.cpp judges them).
 #pragma once
 
 #include <filesystem>

@@ -9,7 +9,7 @@
 //  4. c10: the core (TensorImpl, Storage, Allocator, errors, devices, streams) is allowed; the
 //     dispatcher and the dispatch-key / dispatch-mode state are not.
 //  5. at:: and torch:: entry points on the allowlists below; anything else of libtorch is unlisted.
-#include "legality/library_imports.h"
+#include "mooreeval/legality/library_imports.h"
 
 #include <array>
 #include <cctype>
@@ -17,8 +17,8 @@
 #include <regex>
 #include <string_view>
 
-#include "legality/elf_imports.h"
-#include "legality/legality.h"
+#include "mooreeval/legality/elf_imports.h"
+#include "mooreeval/legality/legality.h"
 
 namespace musacoder::legality {
 

@@ -1,7 +1,7 @@
 // Import-level legality (legality.h: check_library_imports): what a built extension may call from the
 // process it is loaded into, judged from its undefined dynamic symbols rather than from source text —
 // so every spelling of a call (a macro, a `using namespace`, an own declaration of a libtorch function)
-// is seen the same way. Internal to src/legality; docs/legality.md lists the allowlist and why each
+// is seen the same way. Internal to src/mooreeval/legality; docs/legality.md lists the allowlist and why each
 // entry is safe.
 #pragma once
 

@@ -2,7 +2,7 @@
 #include <regex>
 #include <string_view>
 
-#include "legality/legality.h"
+#include "mooreeval/legality/legality.h"
 
 namespace musacoder::legality {
 
