@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "core/files.h"
-#include "verify/compare.h"
-#include "verify/output_file.h"
+#include "mooreeval/verify/compare.h"
+#include "mooreeval/verify/output_file.h"
 
 namespace {
 

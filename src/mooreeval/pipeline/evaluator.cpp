@@ -14,8 +14,8 @@
 #include "mooreeval/pipeline/job_sandbox.h"
 #include "mooreeval/pipeline/runtime_checks.h"
 #include "mooreeval/runner/untrusted_job.h"
-#include "verify/compare.h"
-#include "verify/output_file.h"
+#include "mooreeval/verify/compare.h"
+#include "mooreeval/verify/output_file.h"
 
 namespace musacoder::eval {
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "mooreeval/legality/legality.h"
-#include "verify/compare.h"
-#include "verify/output_file.h"
+#include "mooreeval/verify/compare.h"
+#include "mooreeval/verify/output_file.h"
 
 namespace musacoder::eval {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "verify/output_file.h"
+#include "mooreeval/verify/output_file.h"
 
 namespace musacoder::verify {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "verify/storage_type.h"
+#include "mooreeval/verify/storage_type.h"
 
 namespace musacoder::verify {
 
