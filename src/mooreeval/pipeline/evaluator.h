@@ -27,7 +27,7 @@
 #include "mooreeval/pipeline/timing_lock.h"
 #include "mooreeval/pipeline/verdict.h"
 #include "mooreeval/legality/legality.h"
-#include "reward/reward.h"
+#include "mooreeval/reward/reward.h"
 #include "mooreeval/runner/runner.h"
 #include "sandbox/sandbox.h"
 #include "mooreeval/task/task.h"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "mooreeval/legality/legality.h"
-#include "reward/reward.h"
+#include "mooreeval/reward/reward.h"
 
 namespace musacoder::eval {
 
