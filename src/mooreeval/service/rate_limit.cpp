@@ -1,4 +1,4 @@
-#include "service/rate_limit.h"
+#include "mooreeval/service/rate_limit.h"
 
 #include <algorithm>
 

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "service/job.h"
+#include "mooreeval/service/job.h"
 
 struct sqlite3;
 

@@ -1,4 +1,4 @@
-#include "service/worker.h"
+#include "mooreeval/service/worker.h"
 
 #include <unistd.h>
 

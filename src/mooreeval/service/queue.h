@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "core/status.h"
-#include "service/job.h"
-#include "service/store.h"
+#include "mooreeval/service/job.h"
+#include "mooreeval/service/store.h"
 
 namespace musacoder::service {
 

@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "service/http_server.h"
-#include "service/service.h"
+#include "mooreeval/service/http_server.h"
+#include "mooreeval/service/service.h"
 
 namespace musacoder::service {
 

@@ -1,9 +1,9 @@
-#include "service/request.h"
+#include "mooreeval/service/request.h"
 
 #include <array>
 
 #include "core/text.h"
-#include "service/job.h"
+#include "mooreeval/service/job.h"
 
 namespace musacoder::service {
 

@@ -1,4 +1,4 @@
-#include "service/memory_queue.h"
+#include "mooreeval/service/memory_queue.h"
 
 namespace musacoder::service {
 

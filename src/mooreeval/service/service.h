@@ -18,12 +18,12 @@
 #include <vector>
 
 #include "mooreeval/pipeline/evaluator.h"
-#include "service/memory_queue.h"
-#include "service/metrics.h"
-#include "service/redis_queue.h"
-#include "service/request.h"
-#include "service/store.h"
-#include "service/worker.h"
+#include "mooreeval/service/memory_queue.h"
+#include "mooreeval/service/metrics.h"
+#include "mooreeval/service/redis_queue.h"
+#include "mooreeval/service/request.h"
+#include "mooreeval/service/store.h"
+#include "mooreeval/service/worker.h"
 
 namespace musacoder::service {
 

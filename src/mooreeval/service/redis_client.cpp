@@ -1,4 +1,4 @@
-#include "service/redis_client.h"
+#include "mooreeval/service/redis_client.h"
 
 #include <hiredis.h>
 #include <sys/time.h>

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "mooreeval/pipeline/evaluator.h"
-#include "service/queue.h"
+#include "mooreeval/service/queue.h"
 #include "mooreeval/task/task.h"
 
 namespace musacoder::service {

@@ -1,4 +1,4 @@
-#include "service/auth.h"
+#include "mooreeval/service/auth.h"
 
 #include <arpa/inet.h>
 

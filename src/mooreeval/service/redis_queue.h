@@ -21,8 +21,8 @@
 #include <mutex>
 #include <thread>
 
-#include "service/queue.h"
-#include "service/redis_client.h"
+#include "mooreeval/service/queue.h"
+#include "mooreeval/service/redis_client.h"
 
 namespace musacoder::service {
 

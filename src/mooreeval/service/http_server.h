@@ -36,8 +36,8 @@
 #include <vector>
 
 #include "core/status.h"
-#include "service/auth.h"
-#include "service/http_head.h"
+#include "mooreeval/service/auth.h"
+#include "mooreeval/service/http_head.h"
 
 namespace musacoder::service {
 

@@ -1,4 +1,4 @@
-#include "service/redis_queue.h"
+#include "mooreeval/service/redis_queue.h"
 
 #include <cstdio>
 #include <iostream>

@@ -1,4 +1,4 @@
-#include "service/api.h"
+#include "mooreeval/service/api.h"
 
 #include <arpa/inet.h>
 #include <httplib.h>
@@ -8,7 +8,7 @@
 #include <iostream>
 
 #include "core/text.h"
-#include "service/evaluate_waiters.h"
+#include "mooreeval/service/evaluate_waiters.h"
 
 namespace musacoder::service {
 

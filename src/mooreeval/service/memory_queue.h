@@ -8,7 +8,7 @@
 #include <deque>
 #include <mutex>
 
-#include "service/queue.h"
+#include "mooreeval/service/queue.h"
 
 namespace musacoder::service {
 

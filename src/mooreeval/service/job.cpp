@@ -1,4 +1,4 @@
-#include "service/job.h"
+#include "mooreeval/service/job.h"
 
 #include <chrono>
 #include <random>

@@ -1,4 +1,4 @@
-#include "service/evaluate_waiters.h"
+#include "mooreeval/service/evaluate_waiters.h"
 
 #include <algorithm>
 

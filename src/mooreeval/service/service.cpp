@@ -1,4 +1,4 @@
-#include "service/service.h"
+#include "mooreeval/service/service.h"
 
 #include <iostream>
 

@@ -26,10 +26,10 @@
 #include <vector>
 
 #include "core/status.h"
-#include "service/auth.h"
-#include "service/http_server.h"
-#include "service/rate_limit.h"
-#include "service/service.h"
+#include "mooreeval/service/auth.h"
+#include "mooreeval/service/http_server.h"
+#include "mooreeval/service/rate_limit.h"
+#include "mooreeval/service/service.h"
 
 namespace musacoder::service {
 

@@ -1,4 +1,4 @@
-#include "service/http_head.h"
+#include "mooreeval/service/http_head.h"
 
 #include <algorithm>
 #include <cctype>
