@@ -56,7 +56,7 @@ struct EvalOptions {
   // (reference and candidate alike); 0 leaves the driver's default (8). One hardware queue
   // per context makes a fresh process's CUDA context ~2x cheaper to create, and creation is
   // serialised by the driver: on an H200, 4.5 set-ups/s at the default, 11 at 1
-  // (bench/compile_throughput/process_costs.py). Streams then share that queue, which only
+  // (perf/compile_throughput/process_costs.py). Streams then share that queue, which only
   // concurrent multi-stream work would notice (and side streams are illegal anyway).
   int cuda_max_connections = 1;
   bool flush_l2 = true;                               // flush L2 before each timed call (cuda)

@@ -19,7 +19,7 @@ constexpr std::size_t kMaxFileBytes = std::size_t{8} << 30;
 // page past a file's new end raises SIGBUS in the evaluator. Reading costs ~4 ms per 32 MB.
 // Not core's read_file either: its std::string is zero-filled or grown in 64 KiB pieces, and
 // read+compare of two 33.6 MB files took 0.055-0.06 s that way against 0.038 s here
-// (bench/verify_compare.cpp), in the run slot of every evaluation.
+// (perf/verify_compare.cpp), in the run slot of every evaluation.
 class FileBytes {
  public:
   static Result<std::shared_ptr<const FileBytes>> read(const std::filesystem::path& path) {

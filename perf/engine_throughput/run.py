@@ -1,6 +1,6 @@
 """Engine throughput vs transformers' generate, side by side in one run (GPU machine).
 
-  python3 bench/engine_throughput/run.py --engine build-gpu/bench/engine_throughput/engine_throughput \
+  python3 perf/engine_throughput/run.py --engine build-gpu/perf/engine_throughput/engine_throughput \
       [--batch-sizes 1,16,64,256] [--prompt-len 512] [--new-tokens 512] [--model DIR] [--json OUT]
 
 Without --model: a random model of Qwen2.5-Coder-1.5B's shape in bf16 (saved to a temp dir). Both sides decode

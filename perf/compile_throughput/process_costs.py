@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/compile_throughput/process_costs.py: what a fresh candidate process costs on this GPU
+"""perf/compile_throughput/process_costs.py: what a fresh candidate process costs on this GPU
 machine, and how those costs behave when several processes start at once — the fixed costs
 that bound MooreEval's evaluations per second (every candidate runs in a fresh process with
 its own CUDA context).
@@ -15,7 +15,7 @@ For N in --concurrency, prints the p50 and max of every step and how many set-up
 per second (N over the wall time from the forks to the last reap). Variants set environment
 variables in the children before CUDA starts (--variants).
 
-Usage (GPU machine):  python3 bench/compile_throughput/process_costs.py
+Usage (GPU machine):  python3 perf/compile_throughput/process_costs.py
 """
 import argparse
 import json

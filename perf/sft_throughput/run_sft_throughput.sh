@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # SFT throughput, ours vs an eager transformers loop, side by side in one run (GPU machine):
-#   cmake --build BUILD --target sft_throughput_bench && bash bench/sft_throughput/run_sft_throughput.sh BUILD
+#   cmake --build BUILD --target sft_throughput_bench && bash perf/sft_throughput/run_sft_throughput.sh BUILD
 # Extra arguments go to both programs (e.g. --layers 4 for a quick look).
 set -uo pipefail
 BUILD="${1:-build}"; shift || true
 here="$(cd "$(dirname "$0")" && pwd)"
 results=()
 for ckpt in "" "--gradient-checkpointing"; do
-  results+=("$("$BUILD"/bench/sft_throughput/sft_throughput_bench $ckpt "$@" | tail -1)")
+  results+=("$("$BUILD"/perf/sft_throughput/sft_throughput_bench $ckpt "$@" | tail -1)")
   results+=("$(python3 "$here"/sft_throughput_reference.py $ckpt "$@" | tail -1)")
 done
 printf '%s\n' "${results[@]}"

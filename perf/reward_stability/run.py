@@ -9,7 +9,7 @@ the "before") and on (the default, "after"):
 For each: the speedup's coefficient of variation (std/mean), its min/max, and the reward spread
 (max - min). Targets (issue #29): speedup CV <= 10% on cpu and <= 5% on cuda; reward spread <= 0.05 on cuda.
 
-  bench/reward_stability/run.py --mooreeval build/tools/mooreeval/mooreeval --backend cpu \\
+  perf/reward_stability/run.py --mooreeval build/tools/mooreeval/mooreeval --backend cpu \\
       --task activation/relu --candidate solutions/cpu/activation/relu.py --runs 20 [--json out.json]
 """
 import argparse

@@ -2,7 +2,7 @@
 // fallback (torch_fallback.py, run by this program) at one Gated DeltaNet layer of Qwen3.5-9B: batch 1,
 // 4096 tokens, 16 q/k heads, 32 value heads, dk = dv = 128. Forward and forward+backward tokens/s, median
 // of --iters after 2 warm-ups, side by side with the ratio.
-//   build/bench/deltanet_kernels/deltanet_kernels_bench [--seq 4096] [--iters 10]
+//   build/perf/deltanet_kernels/deltanet_kernels_bench [--seq 4096] [--iters 10]
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
   }, s.iters);
 
   musacoder::ProcessOptions o;
-  o.argv = {"python3", std::string(MUSACODER_SOURCE_DIR) + "/bench/deltanet_kernels/torch_fallback.py",
+  o.argv = {"python3", std::string(MUSACODER_SOURCE_DIR) + "/perf/deltanet_kernels/torch_fallback.py",
             "--batch", std::to_string(s.batch), "--seq", std::to_string(s.seq), "--iters", std::to_string(s.iters)};
   o.deadline = std::chrono::seconds(1200);
   o.env_set["TRANSFORMERS_VERBOSITY"] = "error";

@@ -1,4 +1,4 @@
-"""The baseline of bench/deltanet_kernels: transformers' torch_chunk_gated_delta_rule (the torch fallback
+"""The baseline of perf/deltanet_kernels: transformers' torch_chunk_gated_delta_rule (the torch fallback
 that Qwen3.5 runs without flash-linear-attention) on CUDA, at one Gated DeltaNet layer's shape.
 
   python3 torch_fallback.py --batch 1 --seq 4096 --k-heads 16 --v-heads 32 --dk 128 --dv 128 [--iters 10]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/compile_throughput/nvcc_costs.sh: nvcc's wall time for one small kernel (the bundled
+# perf/compile_throughput/nvcc_costs.sh: nvcc's wall time for one small kernel (the bundled
 # elementwise/add solution's CUDA source) compiled as the lean build path compiles it, against
 # the same kernel with fewer headers in the translation unit, alone and 16 at once (as the
 # compile pool runs them on a 16-core machine). Prints one line per variant and concurrency,
@@ -9,7 +9,7 @@
 #   lean+str  the same with <string>, as for a source that names std::string
 #   stl       the kernel with <vector> and <string> only
 #   bare      the kernel with no header but <cstdint>
-# Usage:  bash bench/compile_throughput/nvcc_costs.sh [ARCH, default from the first GPU or 90] [OUT_DIR]
+# Usage:  bash perf/compile_throughput/nvcc_costs.sh [ARCH, default from the first GPU or 90] [OUT_DIR]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 arch=${1:-$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.' || true)}

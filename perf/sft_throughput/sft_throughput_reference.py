@@ -1,4 +1,4 @@
-"""The baseline of bench/sft_throughput: an eager PyTorch/transformers SFT loop on the same random model shape
+"""The baseline of perf/sft_throughput: an eager PyTorch/transformers SFT loop on the same random model shape
 (Qwen2.5-Coder-1.5B by default), bf16 parameters, SDPA attention, fused torch.optim.AdamW, optional gradient
 checkpointing, one 4096-token row per step. Prints one JSON line like sft_throughput.
 

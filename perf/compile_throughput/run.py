@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/compile_throughput: the same candidates evaluated (a) KernelBench-style — torch's
+"""perf/compile_throughput: the same candidates evaluated (a) KernelBench-style — torch's
 load_inline in the evaluating process, compiles spread over a process pool, then the numeric
 check and the benchmark in-process — and (b) by MooreEval (`mooreeval eval-batch`), first
 with an empty build cache, then again with the cache warm. Prints p50/p90 per stage and
@@ -9,8 +9,8 @@ Candidates: every bundled reference solution of the backend plus renamed variant
 different extension name and a comment: new sources for the cache, same kernel) up to
 --count.
 
-Usage (GPU machine):  python3 bench/compile_throughput/run.py --backend cuda --workers 16
-        (CPU, quick):  python3 bench/compile_throughput/run.py --backend cpu --count 4 --workers 2
+Usage (GPU machine):  python3 perf/compile_throughput/run.py --backend cuda --workers 16
+        (CPU, quick):  python3 perf/compile_throughput/run.py --backend cpu --count 4 --workers 2
 """
 import argparse
 import collections
@@ -219,7 +219,7 @@ def main():
     ap.add_argument("--mooreeval-args", default="", help="extra flags for every mooreeval pass (space-separated)")
     args = ap.parse_args()
     cands = candidates(args.backend, args.count)
-    print("bench/compile_throughput: %d candidates, backend %s, %d workers" % (len(cands), args.backend, args.workers))
+    print("perf/compile_throughput: %d candidates, backend %s, %d workers" % (len(cands), args.backend, args.workers))
     results = {}
     if not args.skip_kernelbench:
         results["kernelbench load_inline"] = run_kernelbench(cands, args.backend, args.workers, args.trials, 10, 50)
