@@ -315,6 +315,9 @@ int main(int argc, char** argv) {
       ->required();
   eval->add_option("--tasks-dir", eval_cmd.tasks_dir, "suite for task ids")->capture_default_str();
   eval->add_flag("--json", eval_cmd.json, "print the verdict as JSON");
+  eval->add_option("--replay", eval_cmd.replay,
+                   "VERDICT.json (eval --json) of this task and candidate: re-run it with its recorded settings "
+                   "and seeds");
   add_common(eval, eval_flags, eval_opts);
 
   t::BatchCommand batch_cmd;

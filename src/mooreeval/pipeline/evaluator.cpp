@@ -13,6 +13,8 @@
 #include "core/text.h"
 #include "mooreeval/pipeline/job_sandbox.h"
 #include "mooreeval/pipeline/runtime_checks.h"
+#include "mooreeval/runner/probe_cache.h"
+#include "mooreeval/runner/protocol.h"
 #include "mooreeval/runner/untrusted_job.h"
 #include "mooreeval/verify/compare.h"
 #include "mooreeval/verify/output_file.h"
@@ -63,6 +65,14 @@ struct Draft {
   }
 };
 
+// The runner protocol's words (runner/protocol.h) as the JSON keys and control-pipe lines they are.
+using run::Command;
+using run::Gate;
+using run::JobKey;
+std::string key(JobKey k) { return std::string(run::job_key_name(k)); }
+std::string gate(Gate g) { return std::string(run::gate_name(g)); }
+std::string command(Command c) { return std::string(run::command_name(c)); }
+
 std::string runner_log(const run::RunnerOutcome& o) {
   std::string s = o.process.stderr_text;
   if (!o.process.stdout_text.empty()) s = o.process.stdout_text + "\n" + s;
@@ -74,7 +84,7 @@ std::string runner_log(const run::RunnerOutcome& o) {
 Verdict& classify_candidate_failure(Draft& d, const run::RunnerOutcome& o, const std::string& stage,
                                     double max_run_seconds) {
   d.log += runner_log(o);
-  const bool candidate_code_ran = o.phase.starts_with("candidate_");
+  const bool candidate_code_ran = run::fault_of_phase(o.phase) == run::Fault::kCandidate;
   if (o.process.timed_out) {
     return d.fail(VerdictClass::kTimeout, stage,
                   "the candidate exceeded --max-run-seconds (" + std::to_string(max_run_seconds) + " s)");
@@ -113,9 +123,9 @@ void note_runner_seconds(Verdict& v, const std::string& side, const run::RunnerO
 // as the run's device would), the run-time op allowlist (so that the static rule agrees with it) and
 // the fallback-code policy. Part of the inspection cache key.
 json inspect_settings(const EvalOptions& options) {
-  return {{"device_type", options.backend == build::Backend::kCpu ? "cpu" : "cuda"},
-          {"allowed_torch_ops", options.legality.allowed_torch_ops},
-          {"forbid_fallback_code", options.legality.forbid_fallback_code}};
+  return {{key(JobKey::kDeviceType), options.backend == build::Backend::kCpu ? "cpu" : "cuda"},
+          {key(JobKey::kAllowedTorchOps), options.legality.allowed_torch_ops},
+          {key(JobKey::kForbidFallbackCode), options.legality.forbid_fallback_code}};
 }
 
 // Runs the runner's inspect mode. Returns its result when the candidate was inspected
@@ -124,8 +134,8 @@ std::optional<json> run_inspection(const EvalOptions& options, const UntrustedJo
   const double max_run_seconds = options.max_run.count() / 1000.0;
   auto t0 = Clock::now();
   json inspect_job = inspect_settings(options);
-  inspect_job["candidate_path"] = job.candidate_path.string();
-  inspect_job["task_path"] = job.task_path.string();
+  inspect_job[key(JobKey::kCandidatePath)] = job.candidate_path.string();
+  inspect_job[key(JobKey::kTaskPath)] = job.task_path.string();
   auto inspected = run::run_runner(
       job.runner,
       {"inspect", inspect_job, job.dir, options.max_run, {{"CUDA_VISIBLE_DEVICES", ""}}, job.wrapper});
@@ -228,7 +238,9 @@ json EvalOptions::to_json() const {
           {"min_own_kernel_share", legality.min_own_kernel_share},
           {"recheck_speedup_above", legality.recheck_speedup_above},
           {"max_library_bytes", legality.max_library_bytes},
-          {"python", runner.python}};
+          {"python", runner.python},
+          {"cpu_threads", cpu_threads},
+          {"poison_bytes", poison_bytes}};
 }
 
 Evaluator::Evaluator(EvalOptions options)
@@ -265,6 +277,16 @@ const InspectCache& Evaluator::inspect_cache() {
   return *inspect_cache_;
 }
 
+EvalSeeds Evaluator::draw_seeds(int trials) {
+  if (options_.replay_seeds) return *options_.replay_seeds;
+  EvalSeeds s;  // drawn in the order the runner protocol has always used: init, trials, checks, recheck
+  s.init = next_seed();
+  for (int i = 0; i < trials; ++i) s.trials.push_back(next_seed());
+  for (int i = 0; i < 3; ++i) s.checks.push_back(next_seed());
+  s.recheck = next_seed();
+  return s;
+}
+
 uint64_t Evaluator::next_seed() {
   std::lock_guard<std::mutex> lock(mu_);
   // splitmix64: well-spread seeds from a counter.
@@ -274,9 +296,14 @@ uint64_t Evaluator::next_seed() {
   return (z ^ (z >> 31)) & 0x7FFFFFFFFFFFull;  // torch.manual_seed takes < 2**63
 }
 
-Result<build::Toolchain> Evaluator::toolchain() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (toolchain_) return *toolchain_;
+Result<json> Evaluator::probe_toolchain() {
+  // The cpu backend's answer is remembered per interpreter/torch/runner fingerprint (probe_cache.h).
+  std::string key;
+  if (options_.backend == build::Backend::kCpu && !options_.cache_dir.empty()) {
+    if (auto k = run::probe_fingerprint(options_.runner); k.ok()) key = *k;
+    if (!key.empty())
+      if (auto cached = run::load_probe(options_.cache_dir, key)) return *cached;
+  }
   auto dir = TempDir::create("mooreeval-probe-", options_.work_root);
   if (!dir.ok()) return dir.status();
   run::RunnerCall call{"probe", json::object(), dir->path(), std::chrono::milliseconds(120000), {}};
@@ -286,7 +313,16 @@ Result<build::Toolchain> Evaluator::toolchain() {
     return internal_error("the runner's toolchain probe failed (" + outcome->error +
                           "): " + truncate_middle(outcome->process.stderr_text, 2000));
   }
-  auto t = build::toolchain_from_probe(*outcome->result);
+  if (!key.empty()) run::store_probe(options_.cache_dir, key, *outcome->result);
+  return *outcome->result;
+}
+
+Result<build::Toolchain> Evaluator::toolchain() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (toolchain_) return *toolchain_;
+  auto probe = probe_toolchain();
+  if (!probe.ok()) return probe.status();
+  auto t = build::toolchain_from_probe(*probe);
   if (!t.ok()) return t.status();
   toolchain_ = *t;
   return *toolchain_;
@@ -621,29 +657,28 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   if (!write_file_atomic(candidate_path, submission_code->source).ok())
     return finalize(d.fail(VerdictClass::kInfraError, "prepare", "cannot write the candidate file"));
 
-  // Fresh seeds per evaluation; both sides get the same ones.
-  const uint64_t init_seed = next_seed();
-  json trial_seeds = json::array();
-  for (int i = 0; i < task.trials; ++i) trial_seeds.push_back(next_seed());
+  // Fresh seeds per evaluation (or a verdict's, replayed); both sides get the same ones.
+  const EvalSeeds seeds = draw_seeds(task.trials);
+  const json trial_seeds = seeds.trials;
   const std::string device = device_string();
-  json common = {{"task_path", task_path.string()},
-                 {"device", device},
-                 {"trial_seeds", trial_seeds},
-                 {"init_seed", init_seed},
-                 {"warmup_iters", options_.warmup_iters},
-                 {"benchmark_iters", options_.benchmark_iters},
-                 {"flush_l2", options_.flush_l2},
-                 {"control_fd", 3},
-                 {"threads", options_.cpu_threads},
+  json common = {{key(JobKey::kTaskPath), task_path.string()},
+                 {key(JobKey::kDevice), device},
+                 {key(JobKey::kTrialSeeds), trial_seeds},
+                 {key(JobKey::kInitSeed), seeds.init},
+                 {key(JobKey::kWarmupIters), options_.warmup_iters},
+                 {key(JobKey::kBenchmarkIters), options_.benchmark_iters},
+                 {key(JobKey::kFlushL2), options_.flush_l2},
+                 {key(JobKey::kControlFd), 3},
+                 {key(JobKey::kThreads), options_.cpu_threads},
                  // Consistency calls after the benchmark and the second timing method.
-                 {"check_seeds", {next_seed(), next_seed(), next_seed()}},
-                 {"recheck_seed", next_seed()},
-                 {"recheck_max_bytes", options_.legality.recheck_max_bytes}};
+                 {key(JobKey::kCheckSeeds), seeds.checks},
+                 {key(JobKey::kRecheckSeed), seeds.recheck},
+                 {key(JobKey::kRecheckMaxBytes), options_.legality.recheck_max_bytes}};
   // The seeds and the timing method, in every verdict: enough to re-run this evaluation.
-  d.v.config["seeds"] = {{"init", init_seed},
+  d.v.config["seeds"] = {{"init", seeds.init},
                          {"trials", trial_seeds},
-                         {"checks", common["check_seeds"]},
-                         {"recheck", common["recheck_seed"]}};
+                         {"checks", seeds.checks},
+                         {"recheck", seeds.recheck}};
   d.v.config["timing_method"] =
       options_.backend == build::Backend::kCpu
           ? "median of per-call wall-clock times (perf_counter) after warm-up calls"
@@ -654,10 +689,10 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   // already), or else a process of its own that starts now, imports torch while we build,
   // and waits at its gate.
   json ref_job = common;
-  ref_job["outputs_path"] = (dirs->reference / "reference.bin").string();
-  ref_job["checks_path"] = (dirs->reference / "reference_checks.bin").string();
-  ref_job["timing_path"] = (dirs->reference / "reference_timing.json").string();
-  ref_job["recheck_path"] = (dirs->reference / "reference_recheck.json").string();
+  ref_job[key(JobKey::kOutputsPath)] = run::outputs_file(dirs->reference, run::Side::kReference).string();
+  ref_job[key(JobKey::kChecksPath)] = run::checks_file(dirs->reference, run::Side::kReference).string();
+  ref_job[key(JobKey::kTimingPath)] = run::timing_file(dirs->reference, run::Side::kReference).string();
+  ref_job[key(JobKey::kRecheckPath)] = run::recheck_file(dirs->reference, run::Side::kReference).string();
   const run::RunnerOptions runner = runner_options();
   // The trusted warm runner forks its jobs outside any sandbox: with the sandbox on, only
   // the reference (task code) runs there; candidate code runs in a sandboxed warm runner
@@ -703,17 +738,17 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
     if (early && !place->lease && jail.active()) return std::optional<CandidateRun>{};
     const fs::path dir = place->dir;
     json job = common;
-    job["task_path"] = place->task_path.string();
-    job["candidate_path"] = place->candidate_path.string();
-    job["outputs_path"] = (dir / "candidate.bin").string();
-    job["checks_path"] = (dir / "candidate_checks.bin").string();
-    job["timing_path"] = (dir / "candidate_timing.json").string();
-    job["recheck_path"] = (dir / "candidate_recheck.json").string();
-    job["poison_bytes"] = options_.poison_bytes;
-    job["min_own_kernel_share"] = options_.legality.min_own_kernel_share;
-    job["poison_host"] = true;
-    const fs::path late = place->lease ? place->lease->staged_path("late.json") : dir / "late.json";
-    job["late_job_path"] = late.string();
+    job[key(JobKey::kTaskPath)] = place->task_path.string();
+    job[key(JobKey::kCandidatePath)] = place->candidate_path.string();
+    job[key(JobKey::kOutputsPath)] = run::outputs_file(dir, run::Side::kCandidate).string();
+    job[key(JobKey::kChecksPath)] = run::checks_file(dir, run::Side::kCandidate).string();
+    job[key(JobKey::kTimingPath)] = run::timing_file(dir, run::Side::kCandidate).string();
+    job[key(JobKey::kRecheckPath)] = run::recheck_file(dir, run::Side::kCandidate).string();
+    job[key(JobKey::kPoisonBytes)] = options_.poison_bytes;
+    job[key(JobKey::kMinOwnKernelShare)] = options_.legality.min_own_kernel_share;
+    job[key(JobKey::kPoisonHost)] = true;
+    const fs::path late = place->lease ? place->lease->staged_path(std::string(run::kLateJobName)) : dir / run::kLateJobName;
+    job[key(JobKey::kLateJobPath)] = late.string();
     auto session =
         run::RunnerSession::start(place->runner, {"candidate", job, dir, kBeforeRunSlot, {}, place->wrapper});
     if (!session.ok()) return session.status();
@@ -822,9 +857,9 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   const fs::path cand_dir = place.dir;
   d.v.config["candidate_runner"] = place.lease ? "warm (sandboxed)" : (cold.warm ? "warm" : "cold");
   {
-    json late = {{"kernel_names", legality::kernel_names(specs)},
-                 {"extensions", json::array()},
-                 {"fallback_blocks", fallback_blocks}};
+    json late = {{key(JobKey::kKernelNames), legality::kernel_names(specs)},
+                 {key(JobKey::kExtensions), json::array()},
+                 {key(JobKey::kFallbackBlocks), fallback_blocks}};
     for (std::size_t i = 0; i < built.extensions.size(); ++i) {
       const auto& e = built.extensions[i];
       // A warm member sees only its own job dir (the lean shim: bound at its start).
@@ -834,12 +869,12 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
         return finalize(d.fail(VerdictClass::kInfraError, "run", library.status().message()));
       json entry = {{"name", e.name}, {"path", library->string()}};
       if (e.lean && shim) entry["lean_shim"] = shim->library.string();
-      late["extensions"].push_back(entry);
+      late[key(JobKey::kExtensions)].push_back(entry);
     }
-    const fs::path written = dirs->candidate / "late.json";
+    const fs::path written = dirs->candidate / run::kLateJobName;
     if (!write_file_atomic(written, late.dump()).ok())
       return finalize(d.fail(VerdictClass::kInfraError, "run", "cannot write the candidate's late job file"));
-    auto provided = place.provide(written, "late.json");
+    auto provided = place.provide(written, std::string(run::kLateJobName));
     if (!provided.ok() || *provided != cand_run->late_job)
       return finalize(
           d.fail(VerdictClass::kInfraError, "run", "cannot hand the late job file to the candidate"));
@@ -879,7 +914,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   run::RunnerSession& cand = *cand_run->session;
   ref.set_deadline(ref_deadline);
   cand.set_deadline(options_.max_run);
-  if (!ref.wait_for("loaded")) {
+  if (!ref.wait_for(gate(Gate::kLoaded))) {
     auto o = ref.finish();
     d.log += runner_log(o);
     return finalize(
@@ -888,9 +923,9 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   slot_lap("reference_ready");
   // Both sides' trials run at once (neither is timed; only we see both outputs): the slot
   // holds the longer of the two, not their sum.
-  ref.command("run");
-  cand.command("run");
-  if (!ref.wait_for("outputs_ready")) {
+  ref.command(command(Command::kRun));
+  cand.command(command(Command::kRun));
+  if (!ref.wait_for(gate(Gate::kOutputsReady))) {
     auto o = ref.finish();
     d.log += runner_log(o);
     cand.set_deadline(std::chrono::milliseconds(0));  // its trials are of no use now
@@ -898,7 +933,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
     std::string why = o.result ? o.result->value("message", "") : o.error;
     return finalize(d.fail(VerdictClass::kInfraError, "run", "the reference failed: " + why));
   }
-  if (!cand.wait_for("outputs_ready")) {
+  if (!cand.wait_for(gate(Gate::kOutputsReady))) {
     ref.finish();
     auto o = cand.finish();
     d.v.seconds.run = since(t0);
@@ -909,8 +944,8 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   slot_lap("outputs");
 
   // 6. Numeric check.
-  auto ref_out = verify::read_output_file(dirs->reference / "reference.bin");
-  auto cand_out = verify::read_output_file(cand_dir / "candidate.bin");
+  auto ref_out = verify::read_output_file(run::outputs_file(dirs->reference, run::Side::kReference));
+  auto cand_out = verify::read_output_file(run::outputs_file(cand_dir, run::Side::kCandidate));
   if (!ref_out.ok() || !cand_out.ok()) {
     ref.finish();
     cand.finish();
@@ -935,28 +970,28 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
     slot_lap("timing_wait");
   }
   std::optional<double> ref_median, cand_median;
-  ref.command(all_pass ? "bench" : "exit");
+  ref.command(command(all_pass ? Command::kBench : Command::kExit));
   if (all_pass) {
-    if (!ref.wait_for("timed") ||
-        !(ref_median = read_timing_median(dirs->reference / "reference_timing.json"))) {
+    if (!ref.wait_for(gate(Gate::kTimed)) ||
+        !(ref_median = read_timing_median(run::timing_file(dirs->reference, run::Side::kReference)))) {
       auto o = ref.finish();
       cand.finish();
       d.log += runner_log(o);
       return finalize(d.fail(VerdictClass::kInfraError, "benchmark", "the reference benchmark failed"));
     }
   }
-  cand.command(all_pass ? "bench" : "exit");
-  if (all_pass && cand.wait_for("timed"))
-    cand_median = read_timing_median(cand_dir / "candidate_timing.json");
+  cand.command(command(all_pass ? Command::kBench : Command::kExit));
+  if (all_pass && cand.wait_for(gate(Gate::kTimed)))
+    cand_median = read_timing_median(run::timing_file(cand_dir, run::Side::kCandidate));
   const double threshold = options_.legality.recheck_speedup_above;
   if (ref_median && cand_median && *cand_median > 0 && threshold > 0 &&
       *ref_median / *cand_median > threshold) {
     // Too good to take on one method's word: both sides again, wall clock over distinct inputs.
-    ref.command("remeasure");
+    ref.command(command(Command::kRemeasure));
     std::optional<double> ref_mean, cand_mean;
-    if (ref.wait_for("timed")) ref_mean = read_recheck_mean(dirs->reference / "reference_recheck.json");
-    cand.command("remeasure");
-    if (cand.wait_for("timed")) cand_mean = read_recheck_mean(cand_dir / "candidate_recheck.json");
+    if (ref.wait_for(gate(Gate::kTimed))) ref_mean = read_recheck_mean(run::recheck_file(dirs->reference, run::Side::kReference));
+    cand.command(command(Command::kRemeasure));
+    if (cand.wait_for(gate(Gate::kTimed))) cand_mean = read_recheck_mean(run::recheck_file(cand_dir, run::Side::kCandidate));
     if (ref_mean && cand_mean && *cand_mean > 0) {
       d.v.speedup_check =
           SpeedupCheck{threshold,  *ref_median / *cand_median, *ref_mean / *cand_mean, *ref_mean,
@@ -997,8 +1032,8 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
                                              options_.legality))
     d.v.legality.push_back(f);
   if (all_pass && options_.legality.check_runtime_behaviour) {
-    auto ref_checks = verify::read_output_file(dirs->reference / "reference_checks.bin");
-    auto cand_checks = verify::read_output_file(cand_dir / "candidate_checks.bin");
+    auto ref_checks = verify::read_output_file(run::checks_file(dirs->reference, run::Side::kReference));
+    auto cand_checks = verify::read_output_file(run::checks_file(cand_dir, run::Side::kCandidate));
     if (!ref_checks.ok())
       return finalize(d.fail(VerdictClass::kInfraError, "verify",
                              "unreadable reference check outputs: " + ref_checks.status().message()));

@@ -17,6 +17,7 @@
 #include <semaphore>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "mooreeval/compile/extension_build.h"
 #include "mooreeval/compile/toolchain.h"
@@ -33,6 +34,16 @@
 #include "mooreeval/task/task.h"
 
 namespace musacoder::eval {
+
+// The seeds of one evaluation, recorded in its verdict (config.seeds): the reference's and the
+// candidate's initialisation, one per trial's inputs, the consistency calls after the benchmark and
+// the speedup re-check. Both sides always get the same ones.
+struct EvalSeeds {
+  uint64_t init = 0;
+  std::vector<uint64_t> trials;  // one per trial (the task's trial count)
+  std::vector<uint64_t> checks;  // three consistency calls
+  uint64_t recheck = 0;
+};
 
 struct EvalOptions {
   build::Backend backend = build::Backend::kCpu;  // --backend
@@ -68,6 +79,8 @@ struct EvalOptions {
   std::size_t poison_bytes = std::size_t{256} << 20;  // cuda: allocator memory filled with NaN per trial
   int cpu_threads = 0;                                // torch intra-op threads in runners (0: torch default)
   std::optional<uint64_t> seed;                       // fixed seed for reproducible runs; default: fresh
+  // --replay: every evaluation uses exactly these seeds (replay.h) instead of drawing fresh ones.
+  std::optional<EvalSeeds> replay_seeds;
   int infra_retries = 1;                              // re-runs of an evaluation that hit infra_error
   std::size_t max_submission_bytes = 1 << 20;         // larger submissions are format errors
   std::size_t max_log_bytes = 16 << 10;               // log kept in the verdict
@@ -126,6 +139,8 @@ class Evaluator {
   // Fills the reward from the verdict's facts (none for infra_error).
   void score(Verdict& v) const;
   Result<build::Toolchain> toolchain();
+  // The runner's toolchain probe result (cached for the cpu backend: runner/probe_cache.h).
+  Result<nlohmann::json> probe_toolchain();
   // The lean shim for this backend, prepared on first use; null when the lean path is off
   // or unavailable (lean_note_ says why; builds then take the full path).
   const build::LeanShim* lean_shim(const build::Toolchain& toolchain);
@@ -140,6 +155,8 @@ class Evaluator {
   // Non-ok only in mode on when no sandbox works here.
   Result<sandbox::Sandbox*> sandbox();
   uint64_t next_seed();
+  // The seeds of one evaluation with `trials` trials: options_.replay_seeds, else freshly drawn.
+  EvalSeeds draw_seeds(int trials);
   // Remembered inspections, in the build cache's directory (created on first use).
   const InspectCache& inspect_cache();
   // Candidate runners alive at once: the run slots plus those started ahead of them.

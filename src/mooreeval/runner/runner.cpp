@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "core/files.h"
+#include "mooreeval/runner/protocol.h"
 
 #ifndef MOOREEVAL_SOURCE_RUNNER_DIR
 #define MOOREEVAL_SOURCE_RUNNER_DIR ""
@@ -72,8 +73,8 @@ struct CallFiles {
 };
 
 Result<CallFiles> prepare(const RunnerCall& call) {
-  CallFiles f{call.work_dir / (call.mode + ".job.json"), call.work_dir / (call.mode + ".result.json"),
-              call.work_dir / (call.mode + ".phase")};
+  CallFiles f{job_file(call.work_dir, call.mode), result_file(call.work_dir, call.mode),
+              phase_file(call.work_dir, call.mode)};
   std::error_code ec;
   fs::remove(f.result, ec);
   fs::remove(f.phase, ec);
