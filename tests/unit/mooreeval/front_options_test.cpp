@@ -96,8 +96,9 @@ TEST(Layout, OnlyTheFrontDoorIsIncludedFromOutside) {
       std::string line;
       for (int n = 1; std::getline(in, line); ++n) {
         std::smatch m;
-        if (std::regex_search(line, m, include))
+        if (std::regex_search(line, m, include)) {
           EXPECT_EQ(m[1].str(), "mooreeval/mooreeval.h") << e.path().string() << ":" << n;
+        }
       }
     }
   }
