@@ -29,7 +29,8 @@ nlohmann::json schema() {
 
 Keys schema_keys() {
   Keys k;
-  for (const auto& [name, _] : schema()["properties"].items()) k.insert(name);
+  const nlohmann::json s = schema();  // kept alive for the loop
+  for (const auto& [name, _] : s["properties"].items()) k.insert(name);
   return k;
 }
 
