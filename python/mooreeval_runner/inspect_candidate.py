@@ -10,8 +10,8 @@
    it will run. A candidate that builds lazily (in forward, an autograd.Function, a helper) is
    found by one forward call on meta tensors that stops at the first use of a pending extension.
 
-Job settings (all optional): "device_type" (cpu | cuda: the target backend), "allowed_torch_ops"
-(the aten ops a forward may dispatch: the run-time allowlist, so that both checks agree) and
+Job settings: "device_type" (cpu | cuda: the target backend; optional), "allowed_torch_ops" (required;
+the aten ops a forward may dispatch: the run-time allowlist, so that both checks agree) and
 "forbid_fallback_code" (fallback.py).
 """
 import ast
@@ -25,17 +25,6 @@ from .static_rules import forward_findings, module_findings
 from .target_device import meta_inputs, target_device
 
 TORCH_NAMESPACES = ("torch", "F", "nn", "functional")
-# The run-time allowlist's default (legality::LegalityOptions::default_allowed_ops); the job sends the
-# one in force.
-DEFAULT_ALLOWED_OPS = {
-    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "zero_",
-    "ones", "ones_like", "full", "full_like", "fill_", "new_zeros", "new_ones", "new_full", "scalar_tensor",
-    "lift_fresh", "view", "_unsafe_view", "reshape", "as_strided", "expand", "permute", "transpose", "t",
-    "squeeze", "unsqueeze", "flatten", "unflatten", "select", "slice", "narrow", "split", "split_with_sizes",
-    "chunk", "unbind", "alias", "detach", "view_as", "expand_as", "resize_", "sym_size", "sym_stride",
-    "sym_numel", "sym_storage_offset", "is_contiguous", "_local_scalar_dense", "clone", "copy_", "_to_copy",
-    "contiguous", "to",
-}
 # torch API that is no aten op and computes nothing: tensor construction from data, types, devices,
 # grad modes, and the device-query / synchronisation namespaces.
 NON_COMPUTE_API = {
@@ -63,7 +52,9 @@ def _forward_def(model_new):
 
 def _forward_rules(tree, forward, imported, settings):
     """Findings of forward and the indices of its blocks that hold PyTorch compute (fallback.py)."""
-    allowed = set(settings.get("allowed_torch_ops") or DEFAULT_ALLOWED_OPS)
+    # The allowlist in force comes with the job (the orchestrator's LegalityOptions); the runner keeps
+    # no copy of the default, so there is one source (src/mooreeval/legality/legality.cpp).
+    allowed = set(settings["allowed_torch_ops"])
     forbid = bool(settings.get("forbid_fallback_code", False))
     findings = forward_findings(forward, imported)
     _, placed = fallback.module_blocks(tree)

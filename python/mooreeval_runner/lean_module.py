@@ -1,4 +1,4 @@
-"""Modules of extensions built by the lean path (src/build/lean_build.h). The shim library,
+"""Modules of extensions built by the lean path (src/mooreeval/compile/lean_build.h). The shim library,
 itself a Python extension compiled against torch, turns the library's C entry points into
 functions that convert arguments and errors as load_inline's pybind11 module does."""
 import importlib.util

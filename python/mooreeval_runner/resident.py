@@ -7,7 +7,7 @@ so it may share a process with the references before it. Candidate code never ru
     python3 -m mooreeval_runner resident --listen-fd N --log-fd M --device cpu|cuda:N
 
 It speaks the zygote's protocol (zygote.py; jobs come through the warm client,
-src/run/warm_client_main.cpp, with the client's stdin, stdout, stderr and control pipe), so to
+src/mooreeval/runner/warm_client_main.cpp, with the client's stdin, stdout, stderr and control pipe), so to
 the orchestrator a job is an ordinary runner process:
   {"ping": true}       -> "pong\\n" (served only between jobs, after the last one's clean-up)
   a reference job      -> "pid N\\n" (this process), then "exit N\\n" when the job is done.
@@ -17,7 +17,7 @@ and the device's caching allocator emptied (the next candidate's process needs t
 
 If the client's connection closes while a job runs (the orchestrator killed it at its
 deadline), a job in this process cannot be killed alone: the whole server exits at once, and
-the orchestrator starts a new one (see src/eval/resident_references.h). A device that fails
+the orchestrator starts a new one (see src/mooreeval/runner/resident_references.h). A device that fails
 its health check after a job (a sticky CUDA error) ends the server the same way.
 """
 import os

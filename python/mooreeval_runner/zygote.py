@@ -3,18 +3,18 @@ per request (~10 ms instead of ~5 s of `import torch` per job).
 
     python3 -m mooreeval_runner zygote --listen-fd N --log-fd M [--exclusive]
 
-The orchestrator (src/run/warm_runner.cpp) creates the listening Unix socket and the log file
+The orchestrator (src/mooreeval/runner/warm_runner.cpp) creates the listening Unix socket and the log file
 and hands both over as open descriptors, so the socket's path need not be visible to (or
 replaceable by) anything inside a sandbox. Protocol, one connection per request:
   {"ping": true}        -> "pong\\n" (the zygote is up and serving)
   a job request {"argv": [...], "cwd": ..., "env": {...}} with the client's stdin, stdout,
-  stderr and control pipe (fd 3) attached (SCM_RIGHTS; see src/run/warm_client_main.cpp)
+  stderr and control pipe (fd 3) attached (SCM_RIGHTS; see src/mooreeval/runner/warm_client_main.cpp)
                         -> "pid N\\n" once forked, then "exit N\\n" or "signal N\\n" when it ends.
 If the client's connection closes first (the orchestrator killed the client at its deadline),
 the zygote kills the job's process group at once.
 
 --exclusive: the zygote runs alone in its own sandbox (bubblewrap, its own pid namespace; see
-src/eval/sandboxed_warm_pool.h) and serves one untrusted job at a time. Before it reports a
+src/mooreeval/runner/sandboxed_warm_pool.h) and serves one untrusted job at a time. Before it reports a
 job's end (or, for a killed client, before it serves the next request) it kills every other
 process of the namespace, setsid'ed ones included, and empties what a job could leave behind
 for the next one: /tmp, /dev/shm and the namespace's SysV IPC objects. The zygote itself is

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "eval/verdict.h"
+#include "mooreeval/pipeline/verdict.h"
 
 namespace musacoder::report {
 

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "core/files.h"
-#include "core/subprocess.h"
+#include "process/subprocess.h"
 
 namespace musacoder::sandbox {
 

@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "core/subprocess.h"
+#include "process/subprocess.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/host_layout.h"
 

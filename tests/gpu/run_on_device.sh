@@ -4,9 +4,9 @@
 #   launch  the embedded launch job on the cuda backend (every CUDA solution + broken candidate)
 #   suite   the gpu-labelled test suite (ctest -L gpu; CTEST_LABEL="gpu|equivalence" adds the
 #           heavy cpu comparisons, CTEST_REGEX narrows it)
-#   bench   bench/compile_throughput (KernelBench-style load_inline vs MooreEval)
+#   bench   perf/compile_throughput (KernelBench-style load_inline vs MooreEval)
 #   model   the model's bf16 parity test and tokens/s (tests/gpu/model)
-#   stability  bench/reward_stability on cuda and cpu (RUNS, STABILITY_TASK, STABILITY_MODES)
+#   stability  perf/reward_stability on cuda and cpu (RUNS, STABILITY_TASK, STABILITY_MODES)
 # Usage there:  source .devdeps/unpack && STEPS="suite bench" bash tests/gpu/run_on_device.sh
 # (.devdeps: ../shared/device/fetch-debs nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libcpp-httplib-dev
 #  libcpp-httplib0.11 libbrotli-dev libbrotli1 zlib1g-dev libhiredis-dev libsqlite3-dev libseccomp-dev bubblewrap libgloo-dev
@@ -60,7 +60,7 @@ for step in $STEPS; do
       echo "bench probe (sandbox auto): $probe"; tail -3 "$OUT/bench_probe.err"
       sandbox="${BENCH_SANDBOX:-auto}"
       case "$probe" in ok*) ;; *) [ -z "${BENCH_SANDBOX:-}" ] && sandbox=off && echo "SANDBOXED CUDA EVALUATION FAILED: benchmarking with --sandbox off" ;; esac
-      timeout "$(left)" python3 bench/compile_throughput/run.py --backend cuda --workers "${BENCH_WORKERS:-16}" \
+      timeout "$(left)" python3 perf/compile_throughput/run.py --backend cuda --workers "${BENCH_WORKERS:-16}" \
         --run-slots "${BENCH_RUN_SLOTS:-1}" "--mooreeval-args=--sandbox $sandbox" --cache-dir "$bench_cache" \
         --mooreeval "$BUILD"/tools/mooreeval/mooreeval --json "$OUT/compile_throughput.json" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.txt"
       echo "bench exit code: ${PIPESTATUS[0]}" ;;
@@ -84,11 +84,11 @@ for step in $STEPS; do
         grep -A30 "fatal signal" "$OUT/model_gpu_nocudnn.log" | head -40
       fi ;;
     stability)
-      # bench/reward_stability: the same solution evaluated RUNS times, malloc tuning off vs on, on cuda and
+      # perf/reward_stability: the same solution evaluated RUNS times, malloc tuning off vs on, on cuda and
       # on cpu (this host's 16 idle cores), fresh processes and one evaluator.
       for backend in ${STABILITY_BACKENDS:-cuda cpu}; do
         sol=solutions/$backend/${STABILITY_TASK:-activation/relu}.py
-        timeout "$(left)" python3 bench/reward_stability/run.py --mooreeval "$BUILD"/tools/mooreeval/mooreeval \
+        timeout "$(left)" python3 perf/reward_stability/run.py --mooreeval "$BUILD"/tools/mooreeval/mooreeval \
           --backend $backend --task "${STABILITY_TASK:-activation/relu}" --candidate "$sol" --runs "${RUNS:-20}" --fresh-runs "${FRESH_RUNS:-10}" \
           --modes "${STABILITY_MODES:-one,fresh}" --json "$OUT/stability_$backend.json" 2>&1 | tee "$OUT/stability_$backend.txt"
       done ;;

@@ -27,4 +27,4 @@ echo "== sandbox_gpu_tests"
 timeout 420 build-gpu/tests/gpu/sandbox_gpu_tests 2>&1 | tee "$OUT/sandbox_gpu.log" \
   | grep -E "GPU_RESULT|^\[  (PASSED|FAILED|SKIPPED)|Failure|mooreeval:" | head -40
 echo "== sandbox_overhead_bench"
-build-gpu/bench/sandbox_overhead_bench --iters 40 2>&1 | tee "$OUT/sandbox_overhead.txt"
+build-gpu/perf/sandbox_overhead_bench --iters 40 2>&1 | tee "$OUT/sandbox_overhead.txt"

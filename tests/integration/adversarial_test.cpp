@@ -12,7 +12,7 @@
 #include <algorithm>
 #include <thread>
 
-#include "core/subprocess.h"
+#include "process/subprocess.h"
 
 namespace musacoder::testing {
 namespace {

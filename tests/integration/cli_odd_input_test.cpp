@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "core/files.h"
-#include "core/subprocess.h"
+#include "process/subprocess.h"
 #include "support/eval_env.h"
 #include "support/child_process.h"
 

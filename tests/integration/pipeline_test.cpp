@@ -1,7 +1,7 @@
 // End-to-end on the cpu backend: real runner processes, real torch, real g++.
 #include <gtest/gtest.h>
 
-#include "eval/batch.h"
+#include "mooreeval/pipeline/batch.h"
 #include "support/eval_env.h"
 
 namespace musacoder::testing {

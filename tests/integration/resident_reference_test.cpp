@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/files.h"
-#include "eval/resident_references.h"
-#include "run/runner.h"
+#include "mooreeval/runner/resident_references.h"
+#include "mooreeval/runner/runner.h"
 
 namespace musacoder::eval {
 namespace {

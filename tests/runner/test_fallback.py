@@ -6,6 +6,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
 
+from conftest import inspect_settings  # noqa: E402
 from mooreeval_runner import fallback  # noqa: E402
 from mooreeval_runner.inspect_candidate import static_findings  # noqa: E402
 
@@ -45,7 +46,7 @@ def rules(findings):
 
 
 def test_compute_in_conditional_blocks_is_not_fatal_by_default():
-    model_new, findings, compute_blocks = static_findings(ast.parse(SOURCE), {})
+    model_new, findings, compute_blocks = static_findings(ast.parse(SOURCE), inspect_settings())
     assert model_new is not None
     assert rules(findings) == []
     blocks, _ = fallback.module_blocks(ast.parse(SOURCE))
@@ -54,18 +55,18 @@ def test_compute_in_conditional_blocks_is_not_fatal_by_default():
 
 
 def test_forbid_fallback_code_keeps_the_static_rules():
-    _, findings, _ = static_findings(ast.parse(SOURCE), {"forbid_fallback_code": True})
+    _, findings, _ = static_findings(ast.parse(SOURCE), inspect_settings(forbid_fallback_code=True))
     assert rules(findings) == ["torch_compute_in_forward", "try_fallback"]
 
 
 def test_unconditional_torch_compute_stays_fatal_and_allowlists_agree():
     src = SOURCE.replace("        self.calls += 1\n", "        self.calls += 1\n        x = torch.sigmoid(x)\n")
-    _, findings, _ = static_findings(ast.parse(src), {})
+    _, findings, _ = static_findings(ast.parse(src), inspect_settings())
     assert rules(findings) == ["torch_compute_in_forward"]
     ok = SOURCE.replace("        self.calls += 1\n",
                         "        self.calls += 1\n        x = torch.flatten(x).view(-1)\n"
                         "        torch.cuda.synchronize()\n")
-    assert rules(static_findings(ast.parse(ok), {})[1]) == []
+    assert rules(static_findings(ast.parse(ok), inspect_settings())[1]) == []
     # The job's allowlist is the run-time one: without flatten there, torch.flatten is compute.
     assert rules(static_findings(ast.parse(ok), {"allowed_torch_ops": ["view"]})[1]) == ["torch_compute_in_forward"]
 
@@ -140,4 +141,4 @@ def forward(x, cache={}):
 
 def test_the_hit_function_name_is_reserved():
     src = SOURCE.replace("        self.calls += 1\n", "        __mooreeval_block__ = print\n")
-    assert "reflection" in rules(static_findings(ast.parse(src), {})[1])
+    assert "reflection" in rules(static_findings(ast.parse(src), inspect_settings())[1])

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "eval/batch.h"
+#include "mooreeval/pipeline/batch.h"
 #include "support/adversarial.h"
 #include "support/eval_env.h"
 
@@ -36,7 +36,7 @@ inline std::vector<PathCase> solution_cases(const std::string& backend, const st
   return out;
 }
 
-// Every bundled solution of the backend (the benchmark's set: bench/compile_throughput adds
+// Every bundled solution of the backend (the benchmark's set: perf/compile_throughput adds
 // only renamed copies of them), every broken candidate and every adversarial case.
 inline std::vector<PathCase> every_candidate(const std::string& backend) {
   std::vector<PathCase> out = solution_cases(backend, bundled_task_ids());

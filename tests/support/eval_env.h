@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "core/files.h"
-#include "eval/evaluator.h"
-#include "task/task.h"
+#include "mooreeval/pipeline/evaluator.h"
+#include "mooreeval/task/task.h"
 
 namespace musacoder::testing {
 

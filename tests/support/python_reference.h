@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/files.h"
-#include "core/subprocess.h"
+#include "process/subprocess.h"
 #include "core/text.h"
 
 namespace musacoder::testing {

@@ -9,9 +9,11 @@
 #include <nlohmann/json.hpp>
 
 #include "core/files.h"
-#include "eval/batch.h"
+#include "mooreeval/candidate/extract.h"
+#include "mooreeval/pipeline/batch.h"
+#include "mooreeval/pipeline/replay.h"
 #include "report/summary.h"
-#include "task/task.h"
+#include "mooreeval/task/task.h"
 
 namespace musacoder::tools {
 
@@ -91,14 +93,40 @@ int exit_for(const std::vector<eval::Verdict>& verdicts) {
   return infra ? kExitInfra : failed ? kExitCandidateFailed : kExitOk;
 }
 
+// The options that re-run `cmd.replay` (a verdict of the same task and candidate: checked, so that
+// a replay never silently evaluates something else).
+Result<eval::EvalOptions> replay_options(const EvalCommand& cmd, const task::TaskSpec& task,
+                                         const eval::EvalOptions& options) {
+  auto text = read_file(cmd.replay);
+  if (!text.ok()) return text.status();
+  json verdict = json::parse(*text, nullptr, false);
+  if (verdict.is_discarded() || !verdict.is_object())
+    return invalid_argument("--replay " + cmd.replay.string() + ": not a verdict JSON object");
+  if (verdict.value("task", "") != task.id)
+    return invalid_argument("--replay: the verdict is of task '" + verdict.value("task", "") + "', not '" + task.id +
+                            "'");
+  auto submission = read_file(cmd.candidate, options.max_submission_bytes + 1);
+  if (!submission.ok()) return submission.status();
+  auto extracted = candidate::extract_candidate(*submission, {options.max_submission_bytes});
+  if (!extracted.ok() || extracted->source_sha256 != verdict.value("candidate_sha256", ""))
+    return invalid_argument("--replay: the candidate is not the one the verdict evaluated (candidate_sha256)");
+  return eval::options_for_replay(verdict, options);
+}
+
 }  // namespace
 
-int run_eval(const EvalCommand& cmd, const eval::EvalOptions& options) {
+int run_eval(const EvalCommand& cmd, const eval::EvalOptions& given) {
   auto task = task::resolve_task(cmd.task, cmd.tasks_dir);
   if (!task.ok()) return report_error(task.status());
   std::error_code ec;
   if (!fs::exists(cmd.candidate, ec))
     return report_error(not_found("candidate file not found: " + cmd.candidate.string()));
+  eval::EvalOptions options = given;
+  if (!cmd.replay.empty()) {
+    auto replayed = replay_options(cmd, *task, given);
+    if (!replayed.ok()) return report_error(replayed.status());
+    options = std::move(*replayed);
+  }
   eval::Evaluator evaluator(options);
   if (auto st = evaluator.prepare(); !st.ok()) return report_error(st);
   eval::BatchJob job{*task, cmd.candidate, task->id};

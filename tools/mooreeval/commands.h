@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string>
 
-#include "eval/evaluator.h"
+#include "mooreeval/pipeline/evaluator.h"
 
 namespace musacoder::tools {
 
@@ -17,6 +17,9 @@ struct EvalCommand {
   std::filesystem::path candidate;  // --candidate
   std::filesystem::path tasks_dir;
   bool json = false;
+  // --replay: a verdict (eval --json) of this task and candidate; its recorded settings and seeds
+  // are applied, so the evaluation draws exactly the same inputs again.
+  std::filesystem::path replay;
 };
 
 struct BatchCommand {

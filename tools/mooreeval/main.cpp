@@ -112,7 +112,7 @@ void add_common(CLI::App* app, CommonFlags& f, EvalOptions& o) {
   app->add_flag("--no-warm-runners", f.no_warm, "start a fresh interpreter per runner job (no zygote)");
   app->add_flag("--no-resident-reference", f.no_resident,
                 "run each reference in a process of its own, not in a resident server per run slot");
-  app->add_option("--lean-dir", o.lean_dir, "lean build sources (default: source tree's src/build/lean)");
+  app->add_option("--lean-dir", o.lean_dir, "lean build sources (default: source tree's src/mooreeval/compile/lean)");
   app->add_option("--work-dir", f.work_dir, "parent of per-job temp dirs");
   app->add_flag("--keep-work-dirs", o.keep_work_dirs, "keep per-job dirs for debugging");
   app->add_flag("--no-runtime-op-check", f.no_op_check, "skip the dispatched-ops legality check");
@@ -315,6 +315,9 @@ int main(int argc, char** argv) {
       ->required();
   eval->add_option("--tasks-dir", eval_cmd.tasks_dir, "suite for task ids")->capture_default_str();
   eval->add_flag("--json", eval_cmd.json, "print the verdict as JSON");
+  eval->add_option("--replay", eval_cmd.replay,
+                   "VERDICT.json (eval --json) of this task and candidate: re-run it with its recorded settings "
+                   "and seeds");
   add_common(eval, eval_flags, eval_opts);
 
   t::BatchCommand batch_cmd;

@@ -13,9 +13,9 @@
 
 #include "core/files.h"
 
-#include "service/api.h"
-#include "service/service.h"
-#include "service/worker.h"
+#include "mooreeval/service/api.h"
+#include "mooreeval/service/service.h"
+#include "mooreeval/service/worker.h"
 
 namespace musacoder::tools {
 

@@ -1,5 +1,5 @@
 // `mooreeval serve` (also `launch --listen`) and `mooreeval worker`: the service and the
-// fleet worker (src/service/, docs/service.md). Exit codes as in commands.h: 0 after a
+// fleet worker (src/mooreeval/service/, docs/service.md). Exit codes as in commands.h: 0 after a
 // clean shutdown (SIGINT/SIGTERM), 2 bad flags, 3 infrastructure (port in use, Redis or
 // database unreachable at start).
 #pragma once
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "commands.h"
-#include "eval/evaluator.h"
+#include "mooreeval/pipeline/evaluator.h"
 
 namespace musacoder::tools {
 

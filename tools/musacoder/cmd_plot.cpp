@@ -12,7 +12,7 @@
 
 #include "command.h"
 #include "commands.h"
-#include "core/subprocess.h"
+#include "process/subprocess.h"
 
 namespace musacoder::tool {
 namespace {

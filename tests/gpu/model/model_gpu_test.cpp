@@ -17,7 +17,7 @@
 #include <filesystem>
 
 #include "core/files.h"
-#include "core/subprocess.h"
+#include "process/subprocess.h"
 #include "model/checkpoint.h"
 
 namespace musacoder::model {

@@ -13,7 +13,7 @@
 #include <filesystem>
 
 #include "core/files.h"
-#include "core/subprocess.h"
+#include "process/subprocess.h"
 #include "model/checkpoint.h"
 #include "model/delta_rule.h"
 

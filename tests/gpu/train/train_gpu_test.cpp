@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/files.h"
-#include "core/subprocess.h"
+#include "process/subprocess.h"
 #include "support/python_reference.h"
 
 namespace musacoder {

@@ -9,7 +9,7 @@
 #include <memory>
 #include <thread>
 
-#include "core/subprocess.h"
+#include "process/subprocess.h"
 #include "data/synth_internal.h"
 #include "data/task_source.h"
 #include "prompts/prompts.h"

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "core/subprocess.h"
+#include "process/subprocess.h"
 #include "engine/engine.h"
 #include "support/python_reference.h"
 

@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "core/files.h"
-#include "core/subprocess.h"
+#include "process/subprocess.h"
 #include "model/checkpoint.h"
 #include "support/python_reference.h"
 

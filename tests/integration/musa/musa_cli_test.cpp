@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/files.h"
-#include "core/subprocess.h"
+#include "process/subprocess.h"
 #include "support/eval_env.h"
 
 namespace musacoder::testing {

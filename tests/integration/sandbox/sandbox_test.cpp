@@ -19,7 +19,7 @@
 #include <thread>
 
 #include "core/files.h"
-#include "core/subprocess.h"
+#include "process/subprocess.h"
 
 namespace musacoder::sandbox {
 namespace {

@@ -8,8 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/files.h"
-#include "eval/sandboxed_warm_pool.h"
-#include "run/runner.h"
+#include "mooreeval/legality/legality.h"
+#include "mooreeval/runner/sandboxed_warm_pool.h"
+#include "mooreeval/runner/runner.h"
 #include "sandbox/sandbox.h"
 
 namespace musacoder::eval {
@@ -64,7 +65,9 @@ struct PoolFixture : ::testing::Test {
     auto cand = lease->stage(kCandidate, "candidate.py");
     auto task_copy = lease->stage(kFixtures / task, "task.py");
     EXPECT_TRUE(cand.ok() && task_copy.ok());
-    json job = {{"candidate_path", cand->string()}, {"task_path", task_copy->string()}};
+    json job = {{"candidate_path", cand->string()},
+                {"task_path", task_copy->string()},
+                {"allowed_torch_ops", legality::LegalityOptions::default_allowed_ops()}};
     auto out =
         run::run_runner(lease->runner_options(), {"inspect", job, lease->job_dir(), deadline, env, {}});
     EXPECT_TRUE(out.ok()) << out.status().to_string();
@@ -140,7 +143,9 @@ TEST_F(PoolFixture, TheObserverSeesItsOwnLeaks) {
   ASSERT_TRUE(write_file_atomic(both, "exec(open(" + json(leaky->string()).dump() + ").read())\nexec(open(" +
                                           json(observer->string()).dump() + ").read())\n")
                   .ok());
-  json job = {{"candidate_path", cand->string()}, {"task_path", both.string()}};
+  json job = {{"candidate_path", cand->string()},
+              {"task_path", both.string()},
+              {"allowed_torch_ops", legality::LegalityOptions::default_allowed_ops()}};
   auto out = run::run_runner(lease->runner_options(), {"inspect",
                                                        job,
                                                        lease->job_dir(),

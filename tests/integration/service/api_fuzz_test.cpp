@@ -7,7 +7,7 @@
 #include <random>
 
 #include "core/files.h"
-#include "service/request.h"
+#include "mooreeval/service/request.h"
 #include "support/service_env.h"
 
 namespace musacoder::testing {

@@ -9,7 +9,7 @@
 #include <set>
 
 #include "core/files.h"
-#include "service/request.h"
+#include "mooreeval/service/request.h"
 #include "support/service_env.h"
 
 namespace musacoder::testing {

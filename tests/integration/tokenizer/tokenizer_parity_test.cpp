@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/files.h"
-#include "core/subprocess.h"
+#include "process/subprocess.h"
 #include "support/python_reference.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"

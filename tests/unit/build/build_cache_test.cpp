@@ -1,4 +1,4 @@
-#include "build/build_cache.h"
+#include "mooreeval/compile/build_cache.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "build/extension_build.h"
+#include "mooreeval/compile/extension_build.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

@@ -1,11 +1,11 @@
-#include "build/lean_build.h"
+#include "mooreeval/compile/lean_build.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 
-#include "build/extension_build.h"
+#include "mooreeval/compile/extension_build.h"
 #include "core/files.h"
 
 namespace musacoder::build {

@@ -1,5 +1,5 @@
 // The lean headers as a lean build's CUDA translation unit sees them when its sources never
-// name std::string (MOOREEVAL_LEAN_NO_STRING, src/build/lean_build.cpp): <string> stays out
+// name std::string (MOOREEVAL_LEAN_NO_STRING, src/mooreeval/compile/lean_build.cpp): <string> stays out
 // (it is a fifth of nvcc's time for such a unit) and TORCH_CHECK's messages still format.
 #define MOOREEVAL_LEAN_NO_STRING
 #include "mooreeval_lean/bindings.h"

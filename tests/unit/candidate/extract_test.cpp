@@ -1,4 +1,4 @@
-#include "candidate/extract.h"
+#include "mooreeval/candidate/extract.h"
 
 #include <gtest/gtest.h>
 

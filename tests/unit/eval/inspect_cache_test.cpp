@@ -1,4 +1,4 @@
-#include "eval/inspect_cache.h"
+#include "mooreeval/pipeline/inspect_cache.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "eval/job_sandbox.h"
+#include "mooreeval/pipeline/job_sandbox.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "eval/timing_lock.h"
+#include "mooreeval/pipeline/timing_lock.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "legality/legality.h"
+#include "mooreeval/legality/legality.h"
 
 #include <gtest/gtest.h>
 

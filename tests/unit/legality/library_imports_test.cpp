@@ -4,9 +4,9 @@
 #include <fstream>
 
 #include "core/files.h"
-#include "legality/elf_imports.h"
-#include "legality/legality.h"
-#include "legality/library_imports.h"
+#include "mooreeval/legality/elf_imports.h"
+#include "mooreeval/legality/legality.h"
+#include "mooreeval/legality/library_imports.h"
 
 namespace musacoder::legality {
 namespace {

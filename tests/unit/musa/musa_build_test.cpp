@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "build/extension_build.h"
+#include "mooreeval/compile/extension_build.h"
 #include "core/files.h"
-#include "core/subprocess.h"
+#include "process/subprocess.h"
 #include "sandbox/host_layout.h"
 
 namespace musacoder::build {

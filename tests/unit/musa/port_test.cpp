@@ -9,7 +9,7 @@
 
 #include "core/files.h"
 #include "core/text.h"
-#include "core/subprocess.h"
+#include "process/subprocess.h"
 #include "musa/musa.h"
 
 namespace musacoder::musa {

@@ -1,4 +1,4 @@
-#include "reward/reward.h"
+#include "mooreeval/reward/reward.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "service/metrics.h"
+#include "mooreeval/service/metrics.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "service/request.h"
+#include "mooreeval/service/request.h"
 
 #include <gtest/gtest.h>
 

@@ -4,10 +4,10 @@
 #include <gtest/gtest.h>
 
 #include "core/text.h"
-#include "service/auth.h"
-#include "service/http_head.h"
-#include "service/rate_limit.h"
-#include "service/store.h"
+#include "mooreeval/service/auth.h"
+#include "mooreeval/service/http_head.h"
+#include "mooreeval/service/rate_limit.h"
+#include "mooreeval/service/store.h"
 
 namespace musacoder::service {
 namespace {

@@ -1,4 +1,4 @@
-#include "service/store.h"
+#include "mooreeval/service/store.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "task/task.h"
+#include "mooreeval/task/task.h"
 
 #include <gtest/gtest.h>
 

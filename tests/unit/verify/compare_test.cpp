@@ -1,4 +1,4 @@
-#include "verify/compare.h"
+#include "mooreeval/verify/compare.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "verify/output_file.h"
+#include "mooreeval/verify/output_file.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,118 @@
+"""Engine throughput vs transformers' generate, side by side in one run (GPU machine).
+
+  python3 perf/engine_throughput/run.py --engine build-gpu/perf/engine_throughput/engine_throughput \
+      [--batch-sizes 1,16,64,256] [--prompt-len 512] [--new-tokens 512] [--model DIR] [--json OUT]
+
+Without --model: a random model of Qwen2.5-Coder-1.5B's shape in bf16 (saved to a temp dir). Both sides decode
+greedily with eos ignored: output tokens/s per batch size, and batch-1 decode as a fraction of the HBM bound
+(weight bytes / bandwidth per token). transformers: bf16, SDPA, static cache (cache_implementation="static").
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+import transformers
+
+HBM_TBPS = {"H100": 3.35, "H200": 4.8, "A100": 2.0}  # SXM parts, TB/s
+
+
+def bandwidth(name):
+    for k, v in HBM_TBPS.items():
+        if k in name:
+            return v * 1e12
+    return None
+
+
+def make_model(out):
+    cfg = transformers.Qwen2Config(vocab_size=151936, hidden_size=1536, intermediate_size=8960, num_hidden_layers=28,
+                                   num_attention_heads=12, num_key_value_heads=2, max_position_embeddings=32768,
+                                   rope_theta=1e6, rms_norm_eps=1e-6, tie_word_embeddings=True, eos_token_id=151643)
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16, attn_implementation="sdpa")
+    model.save_pretrained(out, safe_serialization=True)
+    return model.eval()
+
+
+def hf_throughput(model, batch, prompt_len, new_tokens):
+    g = torch.Generator().manual_seed(batch)
+    ids = torch.randint(100, model.config.vocab_size, (batch, prompt_len), generator=g).cuda()
+    kw = dict(max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
+              cache_implementation="static", pad_token_id=0)
+    with torch.no_grad():
+        model.generate(ids, **{**kw, "max_new_tokens": 16, "min_new_tokens": 16})  # warm-up
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        out = model.generate(ids, **kw)
+        torch.cuda.synchronize()
+        dt = time.perf_counter() - t0
+    tokens = (out.shape[1] - prompt_len) * batch
+    return {"engine": "transformers", "batch": batch, "output_tokens": tokens, "seconds": dt, "tokens_per_s": tokens / dt}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--engine", required=True)
+    p.add_argument("--model")
+    p.add_argument("--batch-sizes", default="1,16,64,256")
+    p.add_argument("--prompt-len", type=int, default=512)
+    p.add_argument("--new-tokens", type=int, default=512)
+    p.add_argument("--skip-transformers", action="store_true")
+    p.add_argument("--json")
+    a = p.parse_args()
+    batches = [int(b) for b in a.batch_sizes.split(",")]
+    tmp = tempfile.mkdtemp(prefix="engine-bench-")
+    model_dir = a.model or tmp
+    model = make_model(tmp) if not a.model else transformers.AutoModelForCausalLM.from_pretrained(
+        a.model, dtype=torch.bfloat16, attn_implementation="sdpa").cuda().eval()
+    weight_bytes = sum(t.numel() * t.element_size() for t in model.parameters())
+    hf = {}
+    if not a.skip_transformers:
+        for b in batches:
+            hf[b] = hf_throughput(model, b, a.prompt_len, a.new_tokens)
+            print(json.dumps(hf[b]), flush=True)
+    del model
+    torch.cuda.empty_cache()
+    cmd = [a.engine, "--model", model_dir, "--batch-sizes", a.batch_sizes, "--prompt-len", str(a.prompt_len),
+           "--new-tokens", str(a.new_tokens)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    sys.stderr.write(proc.stderr[-3000:])
+    ours = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("{"):
+            r = json.loads(line)
+            ours[r["batch"]] = r
+            print(json.dumps(r), flush=True)
+    gpu = torch.cuda.get_device_name()
+    bw = bandwidth(gpu)
+    print(f"\n{gpu}, {weight_bytes / 1e9:.2f} GB of weights, prompt {a.prompt_len}, new {a.new_tokens}")
+    print(f"{'batch':>6} {'musacoder tok/s':>16} {'transformers tok/s':>19} {'ratio':>7}")
+    rows = []
+    for b in batches:
+        o, h = ours.get(b, {}), hf.get(b, {})
+        ratio = o.get("tokens_per_s", 0) / h["tokens_per_s"] if h and o else float("nan")
+        print(f"{b:>6} {o.get('tokens_per_s', float('nan')):>16.1f} {h.get('tokens_per_s', float('nan')):>19.1f} {ratio:>7.2f}")
+        rows.append({"batch": b, "musacoder": o, "transformers": h, "ratio": ratio})
+    summary = {"gpu": gpu, "weight_bytes": weight_bytes, "rows": rows, "torch": torch.__version__,
+               "transformers": transformers.__version__}
+    if 1 in ours and bw:
+        bound = weight_bytes / bw
+        frac = bound / ours[1]["decode_step_s"]
+        summary["batch1_decode_step_s"] = ours[1]["decode_step_s"]
+        summary["batch1_bandwidth_bound_s"] = bound
+        summary["batch1_fraction_of_bound"] = frac
+        print(f"batch-1 decode: {ours[1]['decode_step_s'] * 1e3:.2f} ms/token; HBM bound {bound * 1e3:.2f} ms "
+              f"({weight_bytes / 1e9:.2f} GB at {bw / 1e12:.2f} TB/s) -> {100 * frac:.1f}% of the bound")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(summary, f, indent=1)
+    return proc.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,6 +1,0 @@
-// Lean stand-in for <c10/cuda/CUDAStream.h> (src/build/lean/include/mooreeval_lean/cuda.h).
-#pragma once
-#ifndef MOOREEVAL_LEAN_CUDA
-#error "<c10/cuda/CUDAStream.h> needs a CUDA build (the lean build path falls back to the full build)"
-#endif
-#include "mooreeval_lean/tensor.h"

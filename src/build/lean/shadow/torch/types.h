@@ -1,3 +1,0 @@
-// Lean stand-in for <torch/types.h> (src/build/lean/include/mooreeval_lean/tensor.h).
-#pragma once
-#include "mooreeval_lean/tensor.h"

@@ -1,0 +1,3 @@
+// Lean stand-in for <torch/extension.h> (src/mooreeval/compile/lean/include/mooreeval_lean/tensor.h).
+#pragma once
+#include "mooreeval_lean/tensor.h"
