@@ -21,7 +21,7 @@ export PATH="$PATH:/opt/devdeps/usr/bin"
 nvidia-smi -L
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available())'
 # libtorch components need Torch's CMake config to find CUDA; without it, build the rest.
-if ! cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMUSACODER_WERROR=OFF >"$OUT/cmake.log" 2>&1; then
+if ! cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMUSACODER_WERROR=OFF -DMUSACODER_BUILD_PERF=ON >"$OUT/cmake.log" 2>&1; then
   echo "configure with libtorch failed (see cmake.log); building without the model components"
   tail -15 "$OUT/cmake.log"
   BUILD="$BUILD-notorch"

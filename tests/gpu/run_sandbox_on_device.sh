@@ -16,7 +16,7 @@ grep -E '^Cap(Eff|Bnd)' /proc/self/status
 stat -fc 'cgroup fs: %T' /sys/fs/cgroup; cat /proc/self/cgroup
 cat /proc/sys/kernel/apparmor_restrict_unprivileged_userns 2>/dev/null | sed 's/^/apparmor_restrict_unprivileged_userns=/'
 ls -l /dev/nvidia* 2>&1 | head
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMUSACODER_WERROR=OFF >"$OUT/cmake.log" 2>&1 \
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMUSACODER_WERROR=OFF -DMUSACODER_BUILD_PERF=ON >"$OUT/cmake.log" 2>&1 \
   || { tail -50 "$OUT/cmake.log"; exit 1; }
 ninja -C build-gpu -j16 sandbox_gpu_tests sandbox_integration_tests sandbox_overhead_bench >"$OUT/build.log" 2>&1 \
   || { grep -E "error" -A3 "$OUT/build.log" | head -60; exit 1; }
