@@ -1,13 +1,13 @@
-#include "report/summary.h"
+#include "kernelbench/batch_report.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <map>
 
 #include "core/text.h"
-#include "rl/metrics.h"
+#include "kernelbench/metrics.h"
 
-namespace musacoder::report {
+namespace musacoder::kernelbench {
 
 using nlohmann::json;
 
@@ -46,7 +46,7 @@ std::string safe_dump(const json& j, int indent) {
 }
 
 json summarize_batch(const std::vector<eval::Verdict>& verdicts) {
-  std::map<std::string, std::vector<rl::SampleOutcome>> by_task;
+  std::map<std::string, std::vector<SampleOutcome>> by_task;
   std::map<std::string, int> counts;
   int infra = 0;
   double reward_sum = 0;
@@ -67,7 +67,7 @@ json summarize_batch(const std::vector<eval::Verdict>& verdicts) {
               {"verdicts", counts},
               {"infra_errors", infra},
               {"mean_reward", scored ? reward_sum / scored : 0.0}};
-  std::vector<std::vector<rl::SampleOutcome>> problems;
+  std::vector<std::vector<SampleOutcome>> problems;
   std::size_t min_n = SIZE_MAX;
   for (auto& [id, s] : by_task) {
     min_n = std::min(min_n, s.size());
@@ -76,17 +76,17 @@ json summarize_batch(const std::vector<eval::Verdict>& verdicts) {
   if (problems.empty()) return out;
   json pass = json::object();
   for (std::size_t k = 1; k <= min_n; k *= 2) {
-    auto s = rl::summarize(problems, {k, 1.0});
+    auto s = summarize(problems, {k, 1.0});
     if (s.ok()) pass[std::to_string(k)] = s.value().pass_at_k;
   }
   out["pass_at_k"] = pass;
   json fast = json::object();
   for (double p : {0.0, 0.8, 1.0, 1.5, 2.0}) {
-    auto s = rl::summarize(problems, {1, p});
+    auto s = summarize(problems, {1, p});
     if (s.ok()) fast[fmt("%g", p)] = s.value().fast_p;
   }
   out["fast_p"] = fast;
-  auto s = rl::summarize(problems, {1, 1.0});
+  auto s = summarize(problems, {1, 1.0});
   if (s.ok()) {
     out["avg_at_k"] = s.value().avg_at_k;
     out["geomean_speedup"] = s.value().geomean_speedup ? json(*s.value().geomean_speedup) : json(nullptr);
@@ -118,4 +118,4 @@ std::string verdict_table(const std::vector<LabelledVerdict>& rows) {
   return out;
 }
 
-}  // namespace musacoder::report
+}  // namespace musacoder::kernelbench

@@ -10,7 +10,7 @@
 
 #include "eval/verdict.h"
 
-namespace musacoder::report {
+namespace musacoder::kernelbench {
 
 struct LabelledVerdict {
   std::string label;  // e.g. "elementwise/add#0"
@@ -32,4 +32,4 @@ std::string safe_dump(const nlohmann::json& j, int indent = -1);
 // A fixed-width text table, one row per verdict, then a totals line.
 std::string verdict_table(const std::vector<LabelledVerdict>& rows);
 
-}  // namespace musacoder::report
+}  // namespace musacoder::kernelbench
