@@ -145,13 +145,17 @@ Result<Suite> load_kernelbench(const fs::path& dir, const KernelBenchSelection& 
     fs::path ldir = root / ("level" + std::to_string(level));
     if (!fs::is_directory(ldir, ec)) continue;
     any_level = true;
-    for (const auto& e : fs::directory_iterator(ldir, ec)) {
-      const std::string file = e.path().filename().string();
-      if (!e.is_regular_file() || e.path().extension() != ".py" || file.starts_with("__")) continue;
+    std::vector<fs::path> files;  // by name, so that which of two duplicates is flagged does not vary
+    for (const auto& e : fs::directory_iterator(ldir, ec))
+      if (e.is_regular_file() && e.path().extension() == ".py" && !e.path().filename().string().starts_with("__"))
+        files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    for (const fs::path& path : files) {
+      const std::string file = path.filename().string();
       SuiteTask t;
-      t.path = e.path();
+      t.path = path;
       t.level = level;
-      t.id = "level" + std::to_string(level) + "/" + e.path().stem().string();
+      t.id = "level" + std::to_string(level) + "/" + path.stem().string();
       std::smatch m;
       if (std::regex_match(file, m, name)) t.problem_id = std::stoi(m[1].str().substr(0, 9));
       if (!sel.problems.empty() && t.problem_id != 0 && !sel.problems.count(t.problem_id)) continue;

@@ -8,7 +8,7 @@
 //                 problem id the number before the first '_'.
 //
 // A task that cannot be used (unreadable, not UTF-8, no `class Model`, no `get_inputs` or
-// `get_init_inputs`, a KernelBench file name without a numeric id, a duplicate id) is kept in the suite
+// `get_init_inputs`, a KernelBench file name without a numeric id, a duplicate id: the later file by name) is kept in the suite
 // with `load_error` set: reports list it, metrics leave it out, nothing crashes on it.
 //
 // Every suite has a stable id (what it is: "kernelbench:L1,2/p1-20") and a content hash: SHA-256 over
