@@ -10,6 +10,7 @@
 #include "command.h"
 #include "commands.h"
 #include "kernelbench/eval_run.h"
+#include "kernelbench/report.h"
 
 namespace musacoder::tool {
 namespace {
