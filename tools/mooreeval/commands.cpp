@@ -9,10 +9,10 @@
 #include <nlohmann/json.hpp>
 
 #include "core/files.h"
+#include "kernelbench/batch_report.h"
 #include "mooreeval/candidate/extract.h"
 #include "mooreeval/pipeline/batch.h"
 #include "mooreeval/pipeline/replay.h"
-#include "report/summary.h"
 #include "mooreeval/task/task.h"
 
 namespace musacoder::tools {
@@ -38,10 +38,10 @@ int report_error(const Status& s) {
 Status open_output(const fs::path& path, std::ofstream& file) {
   if (path.empty()) return {};
   std::error_code ec;
-  if (fs::is_directory(path, ec)) return invalid_argument("--out " + report::path_text(path) + " is a directory");
+  if (fs::is_directory(path, ec)) return invalid_argument("--out " + kernelbench::path_text(path) + " is a directory");
   file.open(path, std::ios::trunc);
   if (!file)
-    return invalid_argument("--out " + report::path_text(path) + ": cannot write (" + std::strerror(errno) + ")");
+    return invalid_argument("--out " + kernelbench::path_text(path) + ": cannot write (" + std::strerror(errno) + ")");
   return {};
 }
 
@@ -133,7 +133,7 @@ int run_eval(const EvalCommand& cmd, const eval::EvalOptions& given) {
   auto verdicts = eval::run_batch(evaluator, {job}, 1);
   const auto& v = verdicts.front();
   if (cmd.json) {
-    std::cout << report::safe_dump(eval::to_json(v), 2) << "\n";
+    std::cout << kernelbench::safe_dump(eval::to_json(v), 2) << "\n";
   } else {
     print_human(v);
   }
@@ -158,28 +158,28 @@ int run_eval_batch(const BatchCommand& cmd, const eval::EvalOptions& options) {
   std::size_t finished = 0;
   auto verdicts = eval::run_batch(evaluator, *jobs, cmd.workers, [&](std::size_t i, const eval::Verdict& v) {
     json line = eval::to_json(v);
-    line["sample"] = report::path_text((*jobs)[i].sample);
+    line["sample"] = kernelbench::path_text((*jobs)[i].sample);
     line["label"] = (*jobs)[i].label;
-    out << report::safe_dump(line) << "\n" << std::flush;
+    out << kernelbench::safe_dump(line) << "\n" << std::flush;
     if (!cmd.quiet)
       std::cerr << progress(++finished, jobs->size(), t_prepared) << " [" << eval::verdict_name(v.verdict) << "] "
                 << (*jobs)[i].label << "\n";
   });
-  json summary = report::summarize_batch(verdicts);
+  json summary = kernelbench::summarize_batch(verdicts);
   // Start-up (toolchain probe, lean shim, warm runners) apart from the evaluations, so
   // that throughput can be read in steady state.
   const auto seconds = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
   summary["seconds"] = {{"prepare", seconds(t_start, t_prepared)},
                         {"evaluations", seconds(t_prepared, std::chrono::steady_clock::now())}};
   if (!cmd.quiet) {
-    std::vector<report::LabelledVerdict> rows;
+    std::vector<kernelbench::LabelledVerdict> rows;
     for (std::size_t i = 0; i < verdicts.size(); ++i) rows.push_back({(*jobs)[i].label, &verdicts[i]});
-    std::cerr << report::verdict_table(rows);
+    std::cerr << kernelbench::verdict_table(rows);
   }
-  std::cerr << "summary: " << report::safe_dump(summary) << "\n";
-  if (!cmd.out.empty()) out << report::safe_dump(json{{"summary", summary}}) << "\n" << std::flush;
+  std::cerr << "summary: " << kernelbench::safe_dump(summary) << "\n";
+  if (!cmd.out.empty()) out << kernelbench::safe_dump(json{{"summary", summary}}) << "\n" << std::flush;
   if (!cmd.out.empty() && !out)
-    return report_error(internal_error("--out " + report::path_text(cmd.out) + ": write failed"));
+    return report_error(internal_error("--out " + kernelbench::path_text(cmd.out) + ": write failed"));
   return exit_for(verdicts);
 }
 
@@ -217,7 +217,7 @@ bool as_expected(const std::string& expected, const eval::Verdict& v) {
 
 // Prints the table and the two summaries (solutions; corpus); returns the mismatch count.
 int print_launch_report(const LaunchPlan& plan, const std::vector<eval::Verdict>& verdicts, json& summary) {
-  std::vector<report::LabelledVerdict> rows;
+  std::vector<kernelbench::LabelledVerdict> rows;
   std::vector<eval::Verdict> solutions(verdicts.begin(), verdicts.begin() + static_cast<long>(plan.solutions));
   int mismatches = 0, solutions_ok = 0, corpus_ok = 0, caught = 0, corpus_expected_ok = 0;
   for (std::size_t i = 0; i < verdicts.size(); ++i) {
@@ -233,15 +233,15 @@ int print_launch_report(const LaunchPlan& plan, const std::vector<eval::Verdict>
     rows.push_back({(good ? "  " : "! ") + plan.jobs[i].label + " (expect " + plan.expected[i] + ")", &verdicts[i]});
   }
   const std::size_t corpus = verdicts.size() - plan.solutions;
-  summary = {{"solutions", report::summarize_batch(solutions)},
+  summary = {{"solutions", kernelbench::summarize_batch(solutions)},
              {"corpus",
               {{"entries", corpus},
                {"as_expected", corpus_ok},
                {"failures_caught", caught},
                {"expected_ok", corpus_expected_ok}}}};
-  std::cout << report::verdict_table(rows);
+  std::cout << kernelbench::verdict_table(rows);
   std::cout << "solutions: " << solutions_ok << "/" << plan.solutions << " reference solutions verified ok\n"
-            << "  summary: " << report::safe_dump(summary["solutions"]) << "\n";
+            << "  summary: " << kernelbench::safe_dump(summary["solutions"]) << "\n";
   std::cout << "corpus:    " << corpus_ok << "/" << corpus << " corpus entries got their expected verdict ("
             << caught << " faulty candidates caught, " << corpus_expected_ok << " expected ok)\n";
   std::cout << (mismatches ? std::to_string(mismatches) + " candidate(s) did not get the expected verdict (marked !)"
@@ -293,16 +293,16 @@ int run_launch(const LaunchCommand& cmd, const eval::EvalOptions& options) {
     if (file) {
       json line = eval::to_json(v);
       line["label"] = plan.jobs[i].label;
-      line["sample"] = report::path_text(plan.jobs[i].sample);
+      line["sample"] = kernelbench::path_text(plan.jobs[i].sample);
       line["expected"] = plan.expected[i];
-      file << report::safe_dump(line) << "\n" << std::flush;
+      file << kernelbench::safe_dump(line) << "\n" << std::flush;
     }
   });
   json summary;
   const int mismatches = print_launch_report(plan, verdicts, summary);
-  if (file) file << report::safe_dump(json{{"summary", summary}}) << "\n" << std::flush;
+  if (file) file << kernelbench::safe_dump(json{{"summary", summary}}) << "\n" << std::flush;
   if (!cmd.out.empty() && !file)
-    return report_error(internal_error("--out " + report::path_text(cmd.out) + ": write failed"));
+    return report_error(internal_error("--out " + kernelbench::path_text(cmd.out) + ": write failed"));
   int infra = 0;
   for (const auto& v : verdicts) infra += !v.scored();
   return infra ? kExitInfra : mismatches ? kExitCandidateFailed : kExitOk;

@@ -15,6 +15,8 @@ Command add_generate_command(CLI::App& app);
 Command add_serve_model_command(CLI::App& app);
 Command add_train_sft_command(CLI::App& app);
 Command add_plot_command(CLI::App& app);
+Command add_eval_model_command(CLI::App& app);
+Command add_compare_command(CLI::App& app);
 
 // Adds every subcommand to the app, in the order `musacoder --help` lists them.
 std::vector<Command> add_all_commands(CLI::App& app);

@@ -19,9 +19,9 @@
 #include <span>
 #include <vector>
 
-#include "rl/rl_status.h"
+#include "core/status.h"
 
-namespace musacoder::rl {
+namespace musacoder::kernelbench {
 
 struct SampleOutcome {
   bool correct = false;
@@ -64,4 +64,4 @@ struct EvalSummary {
 Result<EvalSummary> summarize(std::span<const std::vector<SampleOutcome>> problems,
                               const SummaryOptions& options = {});
 
-}  // namespace musacoder::rl
+}  // namespace musacoder::kernelbench

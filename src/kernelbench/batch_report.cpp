@@ -1,13 +1,13 @@
-#include "report/summary.h"
+#include "kernelbench/batch_report.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <map>
 
 #include "core/text.h"
-#include "rl/metrics.h"
+#include "kernelbench/metrics.h"
 
-namespace musacoder::report {
+namespace musacoder::kernelbench {
 
 using nlohmann::json;
 
@@ -45,21 +45,21 @@ std::string safe_dump(const json& j, int indent) {
   return j.dump(indent, ' ', false, json::error_handler_t::replace);
 }
 
-json summarize_batch(const std::vector<eval::Verdict>& verdicts) {
-  std::map<std::string, std::vector<rl::SampleOutcome>> by_task;
+json summarize_batch(const std::vector<mooreeval::Verdict>& verdicts) {
+  std::map<std::string, std::vector<SampleOutcome>> by_task;
   std::map<std::string, int> counts;
   int infra = 0;
   double reward_sum = 0;
   int scored = 0;
   for (const auto& v : verdicts) {
-    counts[eval::verdict_name(v.verdict)]++;
+    counts[mooreeval::verdict_name(v.verdict)]++;
     if (!v.scored()) {
       ++infra;
       continue;
     }
     ++scored;
     reward_sum += v.reward.total;
-    const bool correct = v.verdict == eval::VerdictClass::kOk;
+    const bool correct = v.verdict == mooreeval::VerdictClass::kOk;
     by_task[v.task_id].push_back({correct, correct && v.speedup && *v.speedup > 0 ? *v.speedup : 1e-9});
   }
   json out = {{"samples", verdicts.size()},
@@ -67,7 +67,7 @@ json summarize_batch(const std::vector<eval::Verdict>& verdicts) {
               {"verdicts", counts},
               {"infra_errors", infra},
               {"mean_reward", scored ? reward_sum / scored : 0.0}};
-  std::vector<std::vector<rl::SampleOutcome>> problems;
+  std::vector<std::vector<SampleOutcome>> problems;
   std::size_t min_n = SIZE_MAX;
   for (auto& [id, s] : by_task) {
     min_n = std::min(min_n, s.size());
@@ -76,17 +76,17 @@ json summarize_batch(const std::vector<eval::Verdict>& verdicts) {
   if (problems.empty()) return out;
   json pass = json::object();
   for (std::size_t k = 1; k <= min_n; k *= 2) {
-    auto s = rl::summarize(problems, {k, 1.0});
+    auto s = summarize(problems, {k, 1.0});
     if (s.ok()) pass[std::to_string(k)] = s.value().pass_at_k;
   }
   out["pass_at_k"] = pass;
   json fast = json::object();
   for (double p : {0.0, 0.8, 1.0, 1.5, 2.0}) {
-    auto s = rl::summarize(problems, {1, p});
+    auto s = summarize(problems, {1, p});
     if (s.ok()) fast[fmt("%g", p)] = s.value().fast_p;
   }
   out["fast_p"] = fast;
-  auto s = rl::summarize(problems, {1, 1.0});
+  auto s = summarize(problems, {1, 1.0});
   if (s.ok()) {
     out["avg_at_k"] = s.value().avg_at_k;
     out["geomean_speedup"] = s.value().geomean_speedup ? json(*s.value().geomean_speedup) : json(nullptr);
@@ -108,7 +108,7 @@ std::string verdict_table(const std::vector<LabelledVerdict>& rows) {
     std::string message = v.message.substr(0, 70);
     std::replace(message.begin(), message.end(), '\n', ' ');
     std::snprintf(line, sizeof line, "%-*s  %-13s  %6s  %3d/%-3d  %9s  %9s  %7s  %5.1fs  %s\n",
-                  static_cast<int>(w), r.label.c_str(), eval::verdict_name(v.verdict),
+                  static_cast<int>(w), r.label.c_str(), mooreeval::verdict_name(v.verdict),
                   v.scored() ? fmt("%.3f", v.reward.total).c_str() : "-", v.passed, v.trials,
                   v.reference_time ? fmt("%.3f", v.reference_time->median_ms).c_str() : "-",
                   v.candidate_time ? fmt("%.3f", v.candidate_time->median_ms).c_str() : "-",
@@ -118,4 +118,4 @@ std::string verdict_table(const std::vector<LabelledVerdict>& rows) {
   return out;
 }
 
-}  // namespace musacoder::report
+}  // namespace musacoder::kernelbench

@@ -8,18 +8,18 @@
 #include <string>
 #include <vector>
 
-#include "mooreeval/pipeline/verdict.h"
+#include "mooreeval/mooreeval.h"
 
-namespace musacoder::report {
+namespace musacoder::kernelbench {
 
 struct LabelledVerdict {
   std::string label;  // e.g. "elementwise/add#0"
-  const eval::Verdict* verdict;
+  const mooreeval::Verdict* verdict;
 };
 
 // {"samples", "problems", "verdicts": {class: n}, "infra_errors", "pass_at_k": {"1": x, ...},
 //  "avg_at_k", "fast_p": {"0": x, "0.8": ..., "2": ...}, "geomean_speedup", "mean_reward"}
-nlohmann::json summarize_batch(const std::vector<eval::Verdict>& verdicts);
+nlohmann::json summarize_batch(const std::vector<mooreeval::Verdict>& verdicts);
 
 // A path as JSON-safe text: UTF-8 as it is, every byte that is not part of valid UTF-8
 // written as "\xNN" (file names on Linux are bytes; JSON strings must be UTF-8).
@@ -32,4 +32,4 @@ std::string safe_dump(const nlohmann::json& j, int indent = -1);
 // A fixed-width text table, one row per verdict, then a totals line.
 std::string verdict_table(const std::vector<LabelledVerdict>& rows);
 
-}  // namespace musacoder::report
+}  // namespace musacoder::kernelbench
