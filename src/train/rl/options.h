@@ -26,6 +26,7 @@ struct RlOptions {
   std::string verifier_backend = "cpu";   // --backend: cpu | cuda | musa (what kernels must run on)
   double verifier_wait_seconds = 120;     // service mode: how long a step waits for a down verifier
   int infra_retries = 2;                  // re-verifications of an infra_error before the sample is dropped
+  std::filesystem::path verifier_cache_dir;  // in process: build cache shared across runs (empty: <output_dir>/build-cache)
   // --- Rollout
   int samples_per_prompt = 8;             // K (GRPO group size)
   int prompts_per_step = 4;               // regular groups per step (BDR retries come on top)

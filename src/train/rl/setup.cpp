@@ -126,7 +126,7 @@ Status make_components(RlRun& r) {
   ro.backend = r.o.verifier_backend;
   ro.workers = r.o.reward_env_workers;
   ro.wait_seconds = r.o.verifier_wait_seconds;
-  ro.cache_dir = r.o.output_dir / "build-cache";
+  ro.cache_dir = r.o.verifier_cache_dir.empty() ? r.o.output_dir / "build-cache" : r.o.verifier_cache_dir;
   auto env = RewardEnv::create(ro);
   if (!env.ok()) return env.status();
   r.rewards = std::move(*env);
