@@ -10,7 +10,7 @@ Status check_speedups(std::span<const SampleOutcome> samples, const char* where)
   for (std::size_t i = 0; i < samples.size(); ++i) {
     const SampleOutcome& s = samples[i];
     if (s.correct && !(std::isfinite(s.speedup) && s.speedup > 0.0)) {
-      return Status::invalid(std::string(where) + ": correct sample " + std::to_string(i) +
+      return invalid_argument(std::string(where) + ": correct sample " + std::to_string(i) +
                              " has a non-positive or non-finite speedup");
     }
   }
@@ -27,7 +27,7 @@ std::size_t count_correct(std::span<const SampleOutcome> samples) {
 
 Result<double> pass_at_k(std::size_t n, std::size_t c, std::size_t k) {
   if (k == 0 || k > n || c > n) {
-    return Status::invalid("pass_at_k: need 1 <= k <= n and c <= n (n=" + std::to_string(n) +
+    return invalid_argument("pass_at_k: need 1 <= k <= n and c <= n (n=" + std::to_string(n) +
                            ", c=" + std::to_string(c) + ", k=" + std::to_string(k) + ")");
   }
   if (n - c < k) return 1.0;
@@ -39,13 +39,13 @@ Result<double> pass_at_k(std::size_t n, std::size_t c, std::size_t k) {
 }
 
 Result<double> avg_at_k(std::span<const SampleOutcome> samples) {
-  if (samples.empty()) return Status::invalid("avg_at_k: no samples");
+  if (samples.empty()) return invalid_argument("avg_at_k: no samples");
   return static_cast<double>(count_correct(samples)) / static_cast<double>(samples.size());
 }
 
 Result<double> fast_p(std::span<const SampleOutcome> samples, double p) {
-  if (samples.empty()) return Status::invalid("fast_p: no samples");
-  if (std::isnan(p)) return Status::invalid("fast_p: p is NaN");
+  if (samples.empty()) return invalid_argument("fast_p: no samples");
+  if (std::isnan(p)) return invalid_argument("fast_p: p is NaN");
   if (Status s = check_speedups(samples, "fast_p"); !s.ok()) return s;
   std::size_t fast = 0;
   for (const SampleOutcome& s : samples) fast += s.correct && s.speedup > p ? 1 : 0;
@@ -61,7 +61,7 @@ Result<double> geomean_speedup(std::span<const SampleOutcome> samples) {
     log_sum += std::log(s.speedup);
     ++correct;
   }
-  if (correct == 0) return Status::invalid("geomean_speedup: no correct sample");
+  if (correct == 0) return invalid_argument("geomean_speedup: no correct sample");
   return std::exp(log_sum / static_cast<double>(correct));
 }
 
@@ -71,15 +71,15 @@ Result<double> faster_than_reference_share(std::span<const SampleOutcome> sample
 
 Result<EvalSummary> summarize(std::span<const std::vector<SampleOutcome>> problems,
                               const SummaryOptions& options) {
-  if (problems.empty()) return Status::invalid("summarize: no problems");
-  if (options.k == 0) return Status::invalid("summarize: k must be >= 1");
+  if (problems.empty()) return invalid_argument("summarize: no problems");
+  if (options.k == 0) return invalid_argument("summarize: k must be >= 1");
   EvalSummary out;
   out.problems = problems.size();
   std::vector<SampleOutcome> all_correct;
   for (std::size_t j = 0; j < problems.size(); ++j) {
     const std::vector<SampleOutcome>& samples = problems[j];
     if (samples.size() < options.k) {
-      return Status::invalid("summarize: problem " + std::to_string(j) + " has " +
+      return invalid_argument("summarize: problem " + std::to_string(j) + " has " +
                              std::to_string(samples.size()) + " samples, k is " + std::to_string(options.k));
     }
     auto pass = pass_at_k(samples.size(), count_correct(samples), options.k);

@@ -1,5 +1,7 @@
 #include "train/rl/credit.h"
 
+#include <algorithm>
+
 namespace musacoder::train::rl {
 namespace mrl = ::musacoder::rl;
 
@@ -20,7 +22,7 @@ Status turn_rewards(const Trajectory& t, const CreditOptions& o, SampleCredit& c
   const auto scores = t.scores();
   if (o.prime_echo) {
     auto r = mrl::prime_echo_rewards(scores, o.echo);
-    if (!r.ok()) return invalid_argument("PrimeEcho: " + r.message());
+    if (!r.ok()) return invalid_argument("PrimeEcho: " + r.status().message());
     c.turn_reward = r.value().turn_reward;
     trained = r.value().train_mask;
   } else {
@@ -43,7 +45,7 @@ Status turn_advantages(std::vector<SampleCredit>& c, const std::vector<int>& mem
   }
   if (who.size() < 2) return {};  // no baseline: advantage stays 0
   auto a = mrl::group_advantages(r, r.size(), o.advantage);
-  if (!a.ok()) return invalid_argument("advantages: " + a.message());
+  if (!a.ok()) return invalid_argument("advantages: " + a.status().message());
   for (std::size_t m = 0; m < who.size(); ++m) c[static_cast<std::size_t>(who[m])].turn_advantage[j] = a.value()[m];
   return {};
 }

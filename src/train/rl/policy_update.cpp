@@ -90,7 +90,7 @@ Result<LossStats> backward_policy_loss(model::Decoder& model, const TrainingForw
   mrl::PolicyLossInputs in{{static_cast<std::size_t>(batch.rows), static_cast<std::size_t>(batch.cols)},
                            logp, old, ref, batch.advantage, batch.mask};
   auto out = mrl::policy_loss(in, options);
-  if (!out.ok()) return invalid_argument("policy loss: " + out.message());
+  if (!out.ok()) return invalid_argument("policy loss: " + out.status().message());
   std::vector<double> g;  // ∂loss/∂logp at the trained positions, in index order
   torch::Tensor idx = batch.index.to(torch::kCPU).contiguous();
   for (int64_t n = 0; n < idx.numel(); ++n) g.push_back(out.value().grad_logp[static_cast<std::size_t>(idx.data_ptr<int64_t>()[n])]);

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -181,6 +182,7 @@ Result<std::unique_ptr<RewardEnv>> RewardEnv::create(const RewardEnvOptions& o) 
   s.workers = 1;  // one job per verify() call; concurrency comes from our own workers
   s.cache_dir = o.cache_dir;
   s.work_root = o.work_root;
+  s.seed = o.seed;
   auto v = data::Verifier::create(s);
   if (!v.ok()) return unavailable("the verifier (" + o.backend + ") is not usable: " + v.status().message());
   auto dir = TempDir::create("mc-rl-submissions", o.work_root);

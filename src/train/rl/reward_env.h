@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "core/status.h"
@@ -29,6 +30,7 @@ struct RewardEnvOptions {
   double wait_seconds = 120;           // service: how long an unreachable service is retried per job
   std::filesystem::path cache_dir;     // in process: the build cache (empty: none)
   std::filesystem::path work_root;     // in process: temp dirs (empty: system temp)
+  std::optional<uint64_t> seed;        // in process: the numeric trials' seed base (unset: fresh each time)
 };
 
 struct RewardJob {

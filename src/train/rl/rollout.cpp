@@ -52,7 +52,7 @@ class Driver {
     const int turn = static_cast<int>(t.turns.size());
     const RolloutPrompt& p = *s.prompt_of[i];
     if (o_.inject) {
-      if (auto text = o_.inject(p.task->id, t.sample, turn)) return finish_generation(i, *text, {}, {}, true);
+      if (auto text = o_.inject(p.task->id, step_, t.sample, turn)) return finish_generation(i, *text, {}, {}, true);
     }
     engine::Request req;
     req.prompt_ids = t.ids;

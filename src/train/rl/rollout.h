@@ -63,9 +63,9 @@ struct RolloutOptions {
   int64_t max_new_tokens = 1024;
   int infra_retries = 2;
   uint64_t seed = 42;  // sample seeds derive from (seed, step, group, sample, turn)
-  // Test and probe seam: a response to use instead of sampling (task id, sample, turn) → text. Its tokens
-  // are the tokenizer's encoding of the text; the trainer scores them like any response.
-  std::function<std::optional<std::string>(const std::string&, int, int)> inject;
+  // Test and probe seam: a response to use instead of sampling (task id, step, sample, turn) → text. Its
+  // tokens are the tokenizer's encoding of the text; the trainer scores them like any response.
+  std::function<std::optional<std::string>(const std::string&, int64_t, int, int)> inject;
 };
 
 struct RolloutStats {

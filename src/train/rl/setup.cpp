@@ -103,7 +103,7 @@ Status make_components(RlRun& r) {
     bo.max_retries_per_step = static_cast<std::size_t>(std::max<int64_t>(1, r.o.bdr_max_retries_per_step));
     bo.seed = r.o.seed;
     auto b = mrl::RetryBuffer::create(bo);
-    if (!b.ok()) return invalid_argument("BDR: " + b.message());
+    if (!b.ok()) return invalid_argument("BDR: " + b.status().message());
     r.bdr.emplace(std::move(b).value());
   }
   if (r.o.enable_mirrorpop) {
@@ -111,11 +111,11 @@ Status make_components(RlRun& r) {
     mo.tau = r.o.mirrorpop_tau;
     mo.seed = r.o.seed;
     auto p = mrl::MirrorPop::create(mo);
-    if (!p.ok()) return invalid_argument("MirrorPop: " + p.message());
+    if (!p.ok()) return invalid_argument("MirrorPop: " + p.status().message());
     r.pop.emplace(std::move(p).value());
     auto e = mrl::EmaSchedule::create({0, static_cast<std::size_t>(std::max<int64_t>(1, r.o.mirrorpop_update_every)),
                                        r.o.mirrorpop_decay});
-    if (!e.ok()) return invalid_argument("MirrorPop EMA: " + e.message());
+    if (!e.ok()) return invalid_argument("MirrorPop EMA: " + e.status().message());
     r.ema.emplace(std::move(e).value());
     if (r.o.mirrorpop_mode == "lesson") {
       r.mirror.emplace(clone_decoder(*r.policy, r.o.mirrorpop_ema == "cpu" ? torch::Device(torch::kCPU) : r.device));
@@ -126,6 +126,7 @@ Status make_components(RlRun& r) {
   ro.backend = r.o.verifier_backend;
   ro.workers = r.o.reward_env_workers;
   ro.wait_seconds = r.o.verifier_wait_seconds;
+  ro.seed = r.o.seed;
   ro.cache_dir = r.o.verifier_cache_dir.empty() ? r.o.output_dir / "build-cache" : r.o.verifier_cache_dir;
   auto env = RewardEnv::create(ro);
   if (!env.ok()) return env.status();

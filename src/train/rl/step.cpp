@@ -50,7 +50,7 @@ RolloutPrompt repair_prompt(const RlRun& r, const RlTask& t, const mrl::Buffered
   RolloutPrompt p{&t, task_messages(r, t), true};
   if (b.failed_attempts.empty()) return p;
   const mrl::Attempt& a = b.failed_attempts.front();
-  p.messages.push_back({"assistant", a.code});
+  p.messages.push_back({"assistant", a.code});  // the response as the model wrote it
   auto verdict = nlohmann::json::parse(a.verdict, nullptr, false);
   p.messages.push_back(prompts::render_feedback(prompts::feedback_facts(verdict), r.codec->prompt_options()));
   return p;
@@ -79,9 +79,7 @@ mrl::ScoredGroup scored_group(const std::vector<Trajectory>& traj, std::size_t g
     if (traj[i].dropped || traj[i].turns.empty()) continue;
     double best = 0;
     for (double x : traj[i].scores()) best = std::max(best, x);
-    auto code = prompts::extract_code(traj[i].turns.front().response);
-    s.attempts.push_back({code.ok() ? *code : traj[i].turns.front().response,
-                          traj[i].turns.front().reward.verdict.dump(), best});
+    s.attempts.push_back({traj[i].turns.front().response, traj[i].turns.front().reward.verdict.dump(), best});
   }
   return s;
 }
@@ -104,12 +102,12 @@ Result<std::vector<uint8_t>> decide_groups(RlRun& r, const std::vector<RolloutPr
     if (prompts[g].retry) {
       ++c.retried;
       auto o = r.bdr->report_retry(s);
-      if (!o.ok()) return invalid_argument("BDR: " + o.message());
+      if (!o.ok()) return invalid_argument("BDR: " + o.status().message());
       join[g] = o.value() == mrl::RetryOutcome::kRecovered;
       c.recovered += join[g];
     } else {
       auto o = r.bdr->offer(s);
-      if (!o.ok()) return invalid_argument("BDR: " + o.message());
+      if (!o.ok()) return invalid_argument("BDR: " + o.status().message());
       join[g] = o.value() == mrl::OfferOutcome::kHasSignal;
       c.buffered += o.value() == mrl::OfferOutcome::kBuffered;
     }
@@ -193,20 +191,20 @@ Result<PopOutcome> mirror_pop(RlRun& r, const Rows& rows, const TokenBatch& batc
       ratio[c] = rows.injected_target[row] ? 0.0 : ratio[c] - roll[c];  // injected text has no rollout logprobs
     }
     auto m = mrl::paper_sequence_mask(ratio, batch.mask, shape, r.o.mirrorpop_delta);
-    if (!m.ok()) return invalid_argument("MirrorPop (paper): " + m.message());
+    if (!m.ok()) return invalid_argument("MirrorPop (paper): " + m.status().message());
     keep = m.value();
   } else {
     TokenBatch mb = make_token_batch(rows.tokens, (*r.mirror)->parameters().front().device());
     const std::vector<double> mirror = to_grid(score_rows(*r.mirror, *r.forward, mb, r.chunk_rows), batch);
     auto div = mrl::sequence_divergence(logp, mirror, batch.mask, shape);
-    if (!div.ok()) return invalid_argument("MirrorPop divergence: " + div.message());
+    if (!div.ok()) return invalid_argument("MirrorPop divergence: " + div.status().message());
     std::vector<mrl::SampleSignal> s;
     for (std::size_t i = 0; i < rows.tokens.size(); ++i) {
       s.push_back({div.value()[i], rows.group_pass_rate[i], batch.tokens[i]});
       out.mean_divergence += div.value()[i] / static_cast<double>(rows.tokens.size());
     }
     auto f = r.pop->filter(s);
-    if (!f.ok()) return invalid_argument("MirrorPop: " + f.message());
+    if (!f.ok()) return invalid_argument("MirrorPop: " + f.status().message());
     keep = f.value().keep;
   }
   out.keep.clear();

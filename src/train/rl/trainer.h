@@ -26,8 +26,8 @@ namespace musacoder::train::rl {
 
 // Seams for tests and probes (not reachable from the command line).
 struct RlHooks {
-  // A response to use instead of sampling for (task id, sample index, turn); see RolloutOptions::inject.
-  std::function<std::optional<std::string>(const std::string&, int, int)> inject;
+  // A response to use instead of sampling for (task id, step, sample index, turn); RolloutOptions::inject.
+  std::function<std::optional<std::string>(const std::string&, int64_t, int, int)> inject;
 };
 
 struct RlResult {

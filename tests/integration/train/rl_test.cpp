@@ -220,10 +220,13 @@ TEST_F(Rl, ThreeStepsWithAllComponentsAndAHackScoredZero) {
   o.max_steps = 3;
   o.enable_bdr = true;
   o.bdr_retry_every = 2;
-  RlHooks hooks;  // relu: samples 0, 2, 3 answer correctly at once, sample 1 is a torch fallback; sigmoid fails
+  // relu: sample 1 is a torch fallback; samples 0 and 2 answer correctly at once, and sample 3 too at step 1
+  // (group pass rate 0.75 with a mirror equal to the policy: learned, so MirrorPop skips); sigmoid always fails.
+  RlHooks hooks;
   const std::string good = solution_with("", "");
-  hooks.inject = [&](const std::string& task, int sample, int turn) -> std::optional<std::string> {
+  hooks.inject = [&](const std::string& task, int64_t step, int sample, int turn) -> std::optional<std::string> {
     if (task != "activation/relu" || turn != 0) return std::nullopt;
+    if (sample == 3 && step > 0) return std::nullopt;
     return sample == 1 ? std::string(kHack) : good;
   };
   auto r = run_rl(o, hooks);
@@ -232,8 +235,10 @@ TEST_F(Rl, ThreeStepsWithAllComponentsAndAHackScoredZero) {
   auto m = jsonl(o.output_dir / "metrics.jsonl");
   ASSERT_EQ(m.size(), 3u);
   EXPECT_GT(m[0]["mirrorpop/learned"].get<double>(), 0);   // quiet divergence + group pass rate 0.75
-  EXPECT_GT(m[2]["mirrorpop/skipped"].get<double>(), 0);   // the learned-share ceiling drops some
+  EXPECT_GT(m[0]["mirrorpop/skipped"].get<double>(), 0);   // the learned-share ceiling drops them
   EXPECT_GT(m[2]["mirrorpop/compute_saved"].get<double>(), 0);
+  EXPECT_GT(m[1]["rows/trained"].get<double>(), 0);        // pass rate 0.5: not learned, trained
+  EXPECT_GT(m[2]["mirrorpop/samples_seen"].get<double>(), m[0]["mirrorpop/samples_seen"].get<double>());
   EXPECT_GE(m[0]["bdr/buffer_size"].get<double>(), 1);     // sigmoid: every sample failed
   EXPECT_GE(m[2]["bdr/retries"].get<double>(), 1);         // re-sampled as a repair task at step 3
   EXPECT_GT(m[0]["pass_rate/first_turn"].get<double>(), 0);
@@ -256,7 +261,7 @@ TEST_F(Rl, ThreeStepsWithAllComponentsAndAHackScoredZero) {
     }
   }
   EXPECT_EQ(hacks, 3);
-  EXPECT_EQ(passes, 9);
+  EXPECT_EQ(passes, 7);
   EXPECT_EQ(repairs, 4);  // one retried group of K = 4
   EXPECT_TRUE(fs::exists(o.output_dir / "model.safetensors"));
   EXPECT_TRUE(fs::exists(checkpoint_dir(o.output_dir, 3) / "training_state" / "mirror.safetensors"));
@@ -267,14 +272,16 @@ TEST_F(Rl, ResumeEqualsUninterrupted) {
   const fs::path task_dir = tasks({"activation/relu"});
   const std::string wrong = solution_with("v > 0.0f ? v : 0.0f", "v > 0.0f ? v : 1.0f");
   RlHooks hooks;
-  hooks.inject = [&](const std::string&, int sample, int turn) -> std::optional<std::string> {
+  hooks.inject = [&](const std::string&, int64_t, int sample, int turn) -> std::optional<std::string> {
     if (sample == 0 && turn == 0) return wrong;
     return std::nullopt;
   };
   RlOptions a = options(tmp_->path() / "a", task_dir);
+  a.max_turns = 1;  // feedback turns quote verifier logs, which need not be byte-identical between runs
   auto ra = run_rl(a, hooks);
   ASSERT_TRUE(ra.ok()) << ra.status().to_string();
   RlOptions b = options(tmp_->path() / "b", task_dir);
+  b.max_turns = 1;
   b.stop_after_step = 1;
   ASSERT_TRUE(run_rl(b, hooks).ok());
   b.stop_after_step = 0;

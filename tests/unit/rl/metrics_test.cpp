@@ -10,7 +10,7 @@ namespace {
 
 double pass(std::size_t n, std::size_t c, std::size_t k) {
   auto r = pass_at_k(n, c, k);
-  EXPECT_TRUE(r.ok()) << r.message();
+  EXPECT_TRUE(r.ok()) << r.status().message();
   return r.ok() ? r.value() : NAN;
 }
 
@@ -82,7 +82,7 @@ TEST(Summarize, AveragesOverProblems) {
       {{true, 0.5}, {true, 0.5}},   // pass@1 1,   avg 1,   fast_1 0
   };
   auto s = summarize(problems, {.k = 1, .p = 1.0});
-  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_EQ(s.value().problems, 2u);
   EXPECT_DOUBLE_EQ(s.value().pass_at_k, 0.75);
   EXPECT_DOUBLE_EQ(s.value().avg_at_k, 0.75);
