@@ -1,5 +1,6 @@
 // Setting up a run: tasks, tokenizer and chat template, policy (+ engine), reference, mirror, verifier,
 // optimizer and the RL components.
+#include <algorithm>
 #include <fstream>
 
 #include "core/files.h"

@@ -405,7 +405,7 @@ Result<Scalars> run_step(RlRun& r) {
                {"clip_fraction", loss->clip_fraction}, {"grad_norm", grad_norm}};
   double ent = 0, ent_n = 0, adv_sum = 0, adv_abs = 0, adv_n = 0;
   for (std::size_t i = 0; i < rows.tokens.size(); ++i) {
-    for (std::size_t t = 0; t < entropy[i].size(); ++t) {
+    for (std::size_t t = 0; t + 1 < rows.tokens[i].ids.size(); ++t) {
       if (!rows.tokens[i].mask[t + 1]) continue;
       ent += entropy[i][t];
       ++ent_n;

@@ -51,15 +51,15 @@ def cmd_make(args):
                                       tie_word_embeddings=True, eos_token_id=special["<|im_end|>"], bos_token_id=None)
     model = transformers.Qwen2ForCausalLM(config)
     model.save_pretrained(model_dir, safe_serialization=True)
-    # The same model with a tokenizer that has no chat tokens: a base checkpoint train-rl must refuse.
+    # The same model with a tokenizer that has no chat tokens (<|im_start|> renamed): a base checkpoint train-rl
+    # must refuse.
     base = os.path.join(args.out, "base_no_chat")
     os.makedirs(base)
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.add_tokens(["a", "b"])
-    tok.save(os.path.join(base, "tokenizer.json"))
     model.save_pretrained(base, safe_serialization=True)
+    with open(os.path.join(model_dir, "tokenizer.json")) as f:
+        text = f.read().replace("<|im_start|>", "<|xx_begin|>")
+    with open(os.path.join(base, "tokenizer.json"), "w") as f:
+        f.write(text)
     return 0
 
 
