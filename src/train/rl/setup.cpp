@@ -84,7 +84,10 @@ Status load_models(RlRun& r) {
   engine::EngineOptions eo;
   eo.kv_cache_gb = r.o.kv_cache_gb;
   eo.cuda_graphs = false;  // weights change in place every step; graphs would be recaptured anyway
-  auto engine = engine::Engine::create(*r.policy, *r.tok, stop_ids(from, *r.policy, *r.tok), eo);
+  auto engine_tok = tokenizer::Tokenizer::load(r.o.base_checkpoint / "tokenizer.json");  // the engine owns its copy
+  if (!engine_tok.ok()) return engine_tok.status();
+  auto stops = stop_ids(from, *r.policy, *r.tok);
+  auto engine = engine::Engine::create(*r.policy, std::move(*engine_tok), std::move(stops), eo);
   if (!engine.ok()) return engine.status();
   r.engine = std::move(*engine);
   return {};
