@@ -257,7 +257,9 @@ TEST_F(Rl, ThreeStepsWithAllComponentsAndAHackScoredZero) {
       EXPECT_LE(t0["advantage"].get<double>(), 0.0);
     } else {
       passes += t0["verdict"] == "ok";
-      if (t0["verdict"] == "ok") EXPECT_GT(t0["advantage"].get<double>(), 0.0);
+      if (t0["verdict"] == "ok") {
+        EXPECT_GT(t0["advantage"].get<double>(), 0.0);
+      }
     }
   }
   EXPECT_EQ(hacks, 3);
