@@ -165,8 +165,9 @@ Reward reward_of(const nlohmann::json& verdict) {
     return r;
   }
   r.verdict_class = verdict["verdict"].get<std::string>();
-  if (r.verdict_class != "infra_error" && verdict.contains("reward") && verdict["reward"].is_number()) {
-    r.score = verdict["reward"].get<double>();
+  // docs/verdict.schema.json: reward is {"total", "scheme", parts...}, null for infra_error.
+  if (r.verdict_class != "infra_error" && verdict.contains("reward") && verdict["reward"].is_object()) {
+    r.score = verdict["reward"].value("total", 0.0);
   }
   return r;
 }
