@@ -19,6 +19,7 @@
 #include <span>
 #include <vector>
 
+#include "core/check.h"
 #include "core/status.h"
 
 namespace musacoder::kernelbench {

@@ -42,27 +42,27 @@ void fill_group(std::span<const double> group, const AdvantageOptions& options, 
       for (std::size_t i = 0; i < n; ++i) out[i] = group[i] - (sum - group[i]) / static_cast<double>(n - 1);
       return;
   }
-  MC_RL_CHECK(false && "unknown AdvantageEstimator");
+  MC_CHECK(false && "unknown AdvantageEstimator");
 }
 
 }  // namespace
 
 Result<std::vector<double>> group_advantages(std::span<const double> rewards, std::size_t group_size,
                                              const AdvantageOptions& options) {
-  if (group_size == 0) return Status::invalid("group_advantages: group_size must be > 0");
+  if (group_size == 0) return invalid_argument("group_advantages: group_size must be > 0");
   if (rewards.size() % group_size != 0) {
-    return Status::invalid("group_advantages: " + std::to_string(rewards.size()) +
+    return invalid_argument("group_advantages: " + std::to_string(rewards.size()) +
                            " rewards is not a multiple of group_size " + std::to_string(group_size));
   }
   if (!std::isfinite(options.epsilon) || options.epsilon < 0.0) {
-    return Status::invalid("group_advantages: epsilon must be finite and >= 0");
+    return invalid_argument("group_advantages: epsilon must be finite and >= 0");
   }
   if (options.estimator == AdvantageEstimator::kRloo && group_size < 2) {
-    return Status::invalid("group_advantages: RLOO needs group_size >= 2");
+    return invalid_argument("group_advantages: RLOO needs group_size >= 2");
   }
   for (std::size_t i = 0; i < rewards.size(); ++i) {
     if (!std::isfinite(rewards[i])) {
-      return Status::invalid("group_advantages: reward " + std::to_string(i) + " is not finite");
+      return invalid_argument("group_advantages: reward " + std::to_string(i) + " is not finite");
     }
   }
   std::vector<double> advantages(rewards.size());

@@ -15,7 +15,8 @@
 #include <span>
 #include <vector>
 
-#include "rl/rl_status.h"
+#include "core/check.h"
+#include "core/status.h"
 
 namespace musacoder::rl {
 

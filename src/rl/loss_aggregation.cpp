@@ -8,7 +8,7 @@ namespace musacoder::rl {
 Result<std::vector<double>> aggregation_weights(std::span<const std::uint8_t> mask, TokenBatchShape shape,
                                                 LossAggregation mode) {
   if (mask.size() != shape.size()) {
-    return Status::invalid("aggregation_weights: mask has " + std::to_string(mask.size()) +
+    return invalid_argument("aggregation_weights: mask has " + std::to_string(mask.size()) +
                            " entries, shape (B,T) needs " + std::to_string(shape.size()));
   }
   std::vector<double> weights(shape.size(), 0.0);
@@ -46,7 +46,7 @@ Result<std::vector<double>> aggregation_weights(std::span<const std::uint8_t> ma
 Result<double> aggregate_loss(std::span<const double> token_loss, std::span<const std::uint8_t> mask,
                               TokenBatchShape shape, LossAggregation mode) {
   if (token_loss.size() != shape.size()) {
-    return Status::invalid("aggregate_loss: token_loss has " + std::to_string(token_loss.size()) +
+    return invalid_argument("aggregate_loss: token_loss has " + std::to_string(token_loss.size()) +
                            " entries, shape (B,T) needs " + std::to_string(shape.size()));
   }
   auto weights = aggregation_weights(mask, shape, mode);
@@ -55,7 +55,7 @@ Result<double> aggregate_loss(std::span<const double> token_loss, std::span<cons
   for (std::size_t i = 0; i < token_loss.size(); ++i) {
     if (mask[i] == 0) continue;
     if (!std::isfinite(token_loss[i])) {
-      return Status::invalid("aggregate_loss: token loss " + std::to_string(i) + " is not finite");
+      return invalid_argument("aggregate_loss: token loss " + std::to_string(i) + " is not finite");
     }
     loss += weights.value()[i] * token_loss[i];
   }

@@ -37,11 +37,11 @@ double MirrorPopCounters::compute_saved() const {
 
 Result<MirrorPop> MirrorPop::create(const MirrorPopOptions& options) {
   if (!(options.tau >= 0.0) || !std::isfinite(options.tau)) {
-    return Status::invalid("MirrorPop: tau must be finite and >= 0");
+    return invalid_argument("MirrorPop: tau must be finite and >= 0");
   }
   if (!in_unit_interval(options.learned_pass_rate) || !in_unit_interval(options.max_learned_share) ||
       !in_unit_interval(options.p_recheck)) {
-    return Status::invalid(
+    return invalid_argument(
         "MirrorPop: learned_pass_rate, max_learned_share and p_recheck must lie in [0, 1]");
   }
   return MirrorPop(options);
@@ -54,7 +54,7 @@ bool MirrorPop::is_learned(const SampleSignal& s) const {
 Result<MirrorPopBatch> MirrorPop::filter(std::span<const SampleSignal> batch) {
   for (std::size_t i = 0; i < batch.size(); ++i) {
     if (!std::isfinite(batch[i].divergence) || !in_unit_interval(batch[i].group_pass_rate)) {
-      return Status::invalid("MirrorPop::filter: sample " + std::to_string(i) +
+      return invalid_argument("MirrorPop::filter: sample " + std::to_string(i) +
                              " needs a finite divergence and a pass rate in [0, 1]");
     }
   }
@@ -117,12 +117,12 @@ namespace {
 Status check_token_inputs(std::span<const double> values, std::span<const std::uint8_t> mask,
                           TokenBatchShape shape, const char* where) {
   if (values.size() != shape.size() || mask.size() != shape.size()) {
-    return Status::invalid(std::string(where) + ": inputs must have B*T = " + std::to_string(shape.size()) +
+    return invalid_argument(std::string(where) + ": inputs must have B*T = " + std::to_string(shape.size()) +
                            " entries");
   }
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (mask[i] != 0 && !std::isfinite(values[i])) {
-      return Status::invalid(std::string(where) + ": non-finite value at token " + std::to_string(i));
+      return invalid_argument(std::string(where) + ": non-finite value at token " + std::to_string(i));
     }
   }
   return Status();
@@ -155,7 +155,7 @@ Result<std::vector<double>> sequence_divergence(std::span<const double> logp,
 Result<std::vector<std::uint8_t>> paper_sequence_mask(std::span<const double> log_ratio,
                                                       std::span<const std::uint8_t> mask,
                                                       TokenBatchShape shape, double delta) {
-  if (!(delta >= 0.0)) return Status::invalid("paper_sequence_mask: delta must be >= 0");
+  if (!(delta >= 0.0)) return invalid_argument("paper_sequence_mask: delta must be >= 0");
   if (Status s = check_token_inputs(log_ratio, mask, shape, "paper_sequence_mask"); !s.ok()) return s;
   std::vector<std::uint8_t> keep(shape.batch, 0);
   const std::size_t T = shape.max_len;

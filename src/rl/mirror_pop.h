@@ -32,7 +32,8 @@
 #include "rl/loss_aggregation.h"
 #include "rl/mirror_schedule.h"
 #include "rl/policy_loss.h"
-#include "rl/rl_status.h"
+#include "core/check.h"
+#include "core/status.h"
 
 namespace musacoder::rl {
 

@@ -6,9 +6,9 @@
 namespace musacoder::rl {
 
 Result<EmaSchedule> EmaSchedule::create(const EmaScheduleOptions& options) {
-  if (options.update_every == 0) return Status::invalid("EmaSchedule: update_every must be >= 1");
+  if (options.update_every == 0) return invalid_argument("EmaSchedule: update_every must be >= 1");
   if (!(options.decay >= 0.0 && options.decay < 1.0)) {
-    return Status::invalid("EmaSchedule: decay must lie in [0, 1)");
+    return invalid_argument("EmaSchedule: decay must lie in [0, 1)");
   }
   return EmaSchedule(options);
 }
@@ -23,10 +23,10 @@ std::optional<double> EmaSchedule::decay_at(std::size_t step) const {
 
 Status ema_update(std::span<float> mirror, std::span<const float> current, double decay) {
   if (mirror.size() != current.size()) {
-    return Status::invalid("ema_update: mirror has " + std::to_string(mirror.size()) + " values, current " +
+    return invalid_argument("ema_update: mirror has " + std::to_string(mirror.size()) + " values, current " +
                            std::to_string(current.size()));
   }
-  if (!(decay >= 0.0 && decay <= 1.0)) return Status::invalid("ema_update: decay must lie in [0, 1]");
+  if (!(decay >= 0.0 && decay <= 1.0)) return invalid_argument("ema_update: decay must lie in [0, 1]");
   if (decay == 0.0) {
     // A plain copy, so an uninitialised (even NaN) mirror is fine for the first update.
     std::copy(current.begin(), current.end(), mirror.begin());

@@ -15,7 +15,8 @@
 #include <optional>
 #include <span>
 
-#include "rl/rl_status.h"
+#include "core/check.h"
+#include "core/status.h"
 
 namespace musacoder::rl {
 

@@ -32,7 +32,7 @@ KlTokenTerm kl_token(double logp, double ref_logp, KlEstimator estimator) {
       return {r - 1.0 - log_r, 1.0 - r};
     }
   }
-  MC_RL_CHECK(false && "unknown KlEstimator");
+  MC_CHECK(false && "unknown KlEstimator");
   return {};
 }
 
@@ -40,27 +40,27 @@ namespace {
 
 Status check_size(std::span<const double> values, std::size_t expected, const char* name) {
   if (values.size() == expected) return Status();
-  return Status::invalid(std::string("policy_loss: ") + name + " has " + std::to_string(values.size()) +
+  return invalid_argument(std::string("policy_loss: ") + name + " has " + std::to_string(values.size()) +
                          " entries, expected " + std::to_string(expected));
 }
 
 Status validate(const PolicyLossInputs& in, const PolicyLossOptions& options) {
   const std::size_t n = in.shape.size();
   if (!(options.clip.eps_low >= 0.0 && options.clip.eps_low < 1.0) || !(options.clip.eps_high >= 0.0)) {
-    return Status::invalid("policy_loss: need 0 <= eps_low < 1 and eps_high >= 0");
+    return invalid_argument("policy_loss: need 0 <= eps_low < 1 and eps_high >= 0");
   }
   if (!(options.kl.coef >= 0.0) || !std::isfinite(options.kl.coef)) {
-    return Status::invalid("policy_loss: kl.coef must be finite and >= 0");
+    return invalid_argument("policy_loss: kl.coef must be finite and >= 0");
   }
-  if (in.mask.size() != n) return Status::invalid("policy_loss: mask size does not match (B,T)");
+  if (in.mask.size() != n) return invalid_argument("policy_loss: mask size does not match (B,T)");
   if (Status s = check_size(in.logp, n, "logp"); !s.ok()) return s;
   if (Status s = check_size(in.old_logp, n, "old_logp"); !s.ok()) return s;
   if (options.kl.coef > 0.0 || !in.ref_logp.empty()) {
-    if (in.ref_logp.empty()) return Status::invalid("policy_loss: kl.coef > 0 needs ref_logp");
+    if (in.ref_logp.empty()) return invalid_argument("policy_loss: kl.coef > 0 needs ref_logp");
     if (Status s = check_size(in.ref_logp, n, "ref_logp"); !s.ok()) return s;
   }
   if (in.advantages.size() != in.shape.batch && in.advantages.size() != n) {
-    return Status::invalid("policy_loss: advantages must have B or B*T entries, got " +
+    return invalid_argument("policy_loss: advantages must have B or B*T entries, got " +
                            std::to_string(in.advantages.size()));
   }
   for (std::size_t i = 0; i < n; ++i) {
@@ -68,7 +68,7 @@ Status validate(const PolicyLossInputs& in, const PolicyLossOptions& options) {
     const double adv = in.advantages.size() == n ? in.advantages[i] : in.advantages[i / in.shape.max_len];
     const bool finite = std::isfinite(in.logp[i]) && std::isfinite(in.old_logp[i]) && std::isfinite(adv) &&
                         (in.ref_logp.empty() || std::isfinite(in.ref_logp[i]));
-    if (!finite) return Status::invalid("policy_loss: non-finite input at token " + std::to_string(i));
+    if (!finite) return invalid_argument("policy_loss: non-finite input at token " + std::to_string(i));
   }
   return Status();
 }

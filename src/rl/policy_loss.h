@@ -23,7 +23,8 @@
 #include <vector>
 
 #include "rl/loss_aggregation.h"
-#include "rl/rl_status.h"
+#include "core/check.h"
+#include "core/status.h"
 
 namespace musacoder::rl {
 

@@ -13,21 +13,21 @@ bool in_unit_interval(double x) {
 
 Status validate(std::span<const double> scores, const PrimeEchoOptions& o) {
   if (!in_unit_interval(o.gamma) || !in_unit_interval(o.eta) || !in_unit_interval(o.alpha)) {
-    return Status::invalid("prime_echo: gamma, eta and alpha must lie in [0, 1]");
+    return invalid_argument("prime_echo: gamma, eta and alpha must lie in [0, 1]");
   }
-  if (o.max_turns == 0) return Status::invalid("prime_echo: max_turns must be >= 1");
-  if (!std::isfinite(o.pass_threshold)) return Status::invalid("prime_echo: pass_threshold must be finite");
+  if (o.max_turns == 0) return invalid_argument("prime_echo: max_turns must be >= 1");
+  if (!std::isfinite(o.pass_threshold)) return invalid_argument("prime_echo: pass_threshold must be finite");
   for (double b : o.early_bonus) {
-    if (!std::isfinite(b)) return Status::invalid("prime_echo: early_bonus values must be finite");
+    if (!std::isfinite(b)) return invalid_argument("prime_echo: early_bonus values must be finite");
   }
-  if (scores.empty()) return Status::invalid("prime_echo: empty trajectory");
+  if (scores.empty()) return invalid_argument("prime_echo: empty trajectory");
   if (scores.size() > o.max_turns) {
-    return Status::invalid("prime_echo: trajectory has " + std::to_string(scores.size()) +
+    return invalid_argument("prime_echo: trajectory has " + std::to_string(scores.size()) +
                            " turns, max_turns is " + std::to_string(o.max_turns));
   }
   for (std::size_t i = 0; i < scores.size(); ++i) {
     if (!std::isfinite(scores[i])) {
-      return Status::invalid("prime_echo: score of turn " + std::to_string(i + 1) + " is not finite");
+      return invalid_argument("prime_echo: score of turn " + std::to_string(i + 1) + " is not finite");
     }
   }
   return Status();
@@ -74,7 +74,7 @@ Result<PrimeEchoRewards> prime_echo_rewards(std::span<const double> turn_scores,
     case PrimeEchoMode::kPaper:
       return paper_rewards(turn_scores, options);
   }
-  return Status::invalid("prime_echo: unknown mode");
+  return invalid_argument("prime_echo: unknown mode");
 }
 
 bool should_continue(std::span<const double> turn_scores, const PrimeEchoOptions& options) {

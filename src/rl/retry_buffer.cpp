@@ -10,13 +10,13 @@ namespace musacoder::rl {
 namespace {
 
 Status validate_group(const ScoredGroup& group, const char* where) {
-  if (group.prompt_id.empty()) return Status::invalid(std::string(where) + ": empty prompt_id");
+  if (group.prompt_id.empty()) return invalid_argument(std::string(where) + ": empty prompt_id");
   if (group.attempts.empty()) {
-    return Status::invalid(std::string(where) + ": group '" + group.prompt_id + "' has no attempts");
+    return invalid_argument(std::string(where) + ": group '" + group.prompt_id + "' has no attempts");
   }
   for (const Attempt& a : group.attempts) {
     if (!std::isfinite(a.score)) {
-      return Status::invalid(std::string(where) + ": non-finite score in group '" + group.prompt_id + "'");
+      return invalid_argument(std::string(where) + ": non-finite score in group '" + group.prompt_id + "'");
     }
   }
   return Status();
@@ -32,12 +32,12 @@ double RetryBufferCounters::recovered_share() const {
 Result<RetryBuffer> RetryBuffer::create(const RetryBufferOptions& options) {
   if (options.capacity == 0 || options.retry_every == 0 || options.max_retries_per_step == 0 ||
       options.max_stale_epochs == 0 || options.max_attempts_kept == 0) {
-    return Status::invalid(
+    return invalid_argument(
         "RetryBuffer: capacity, retry_every, max_retries_per_step, max_stale_epochs and max_attempts_kept "
         "must all be >= 1");
   }
   if (!std::isfinite(options.pass_threshold)) {
-    return Status::invalid("RetryBuffer: pass_threshold must be finite");
+    return invalid_argument("RetryBuffer: pass_threshold must be finite");
   }
   return RetryBuffer(options);
 }
@@ -58,7 +58,7 @@ void RetryBuffer::evict(Entries::iterator it) {
 }
 
 void RetryBuffer::evict_stalest() {
-  MC_RL_CHECK(!state_.entries.empty());
+  MC_CHECK(!state_.entries.empty());
   auto stalest =
       std::min_element(state_.entries.begin(), state_.entries.end(), [](const auto& a, const auto& b) {
         if (a.second.entered_epoch != b.second.entered_epoch)
@@ -71,7 +71,7 @@ void RetryBuffer::evict_stalest() {
 
 void RetryBuffer::enforce_limits() {
   for (auto it = state_.entries.begin(); it != state_.entries.end();) {
-    MC_RL_CHECK(it->second.entered_epoch <= state_.epoch);
+    MC_CHECK(it->second.entered_epoch <= state_.epoch);
     if (state_.epoch - it->second.entered_epoch >= options_.max_stale_epochs) {
       auto victim = it++;
       evict(victim);
@@ -142,7 +142,7 @@ Result<RetryOutcome> RetryBuffer::report_retry(const ScoredGroup& group) {
   if (Status s = validate_group(group, "RetryBuffer::report_retry"); !s.ok()) return s;
   auto it = state_.entries.find(group.prompt_id);
   if (it == state_.entries.end()) {
-    return Status::invalid("RetryBuffer::report_retry: prompt '" + group.prompt_id + "' is not buffered");
+    return invalid_argument("RetryBuffer::report_retry: prompt '" + group.prompt_id + "' is not buffered");
   }
   ++state_.counters.retries;
   if (passes(group)) {

@@ -36,7 +36,8 @@
 #include <string_view>
 #include <vector>
 
-#include "rl/rl_status.h"
+#include "core/check.h"
+#include "core/status.h"
 
 namespace musacoder::rl {
 

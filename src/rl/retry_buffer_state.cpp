@@ -137,9 +137,9 @@ Status RetryBuffer::restore_state(std::string_view text) {
   // type check, and the catch is the boundary for anything nlohmann throws regardless.
   try {
     const json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) return Status::error("RetryBuffer::restore_state: not valid JSON");
+    if (j.is_discarded()) return invalid_argument("RetryBuffer::restore_state: not valid JSON");
     Reader r;
-    auto reject = [](const std::string& why) { return Status::error("RetryBuffer::restore_state: " + why); };
+    auto reject = [](const std::string& why) { return invalid_argument("RetryBuffer::restore_state: " + why); };
     auto fail = [&r, &reject]() { return reject(r.error); };
     std::string format;
     std::uint64_t version = 0;
@@ -184,7 +184,7 @@ Status RetryBuffer::restore_state(std::string_view text) {
     enforce_limits();
     return Status();
   } catch (const std::exception& e) {
-    return Status::error(std::string("RetryBuffer::restore_state: ") + e.what());
+    return invalid_argument(std::string("RetryBuffer::restore_state: ") + e.what());
   }
 }
 

@@ -19,6 +19,7 @@
 
 #include "command.h"
 #include "commands.h"
+#include "config_file.h"
 #include "train/sft/trainer.h"
 
 extern char** environ;
@@ -108,36 +109,6 @@ int launch_ranks(const std::vector<std::string>& argv, int n) {
     }
   }
   return code;
-}
-
-// Sets every option named in the TOML file (top level or under [train-sft]) that the command line did not give.
-// CLI11's own set_config does not reach a subcommand's options in the CLI11 we build against, so the file is read
-// with its TOML reader and applied here.
-Status apply_config(CLI::App* sub, const std::string& file) {
-  std::vector<CLI::ConfigItem> items;
-  try {
-    items = CLI::ConfigTOML().from_file(file);
-  } catch (const std::exception& e) {
-    return invalid_argument("--config " + file + ": " + e.what());
-  }
-  for (const CLI::ConfigItem& item : items) {
-    if (item.name == "++" || item.name == "--") continue;  // section open/close markers
-    if (!item.parents.empty() && item.parents != std::vector<std::string>{sub->get_name()}) continue;
-    CLI::Option* opt = nullptr;
-    try {
-      opt = sub->get_option("--" + item.name);
-    } catch (const CLI::Error&) {
-      return invalid_argument("--config " + file + ": unknown key '" + item.name + "'");
-    }
-    if (opt->count() > 0 || item.name == "config") continue;  // the command line wins
-    try {
-      opt->add_result(item.inputs);
-      opt->run_callback();
-    } catch (const CLI::Error& e) {
-      return invalid_argument("--config " + file + ": " + item.name + ": " + e.what());
-    }
-  }
-  return {};
 }
 
 int run_train_sft(TrainSftFlags& f) {

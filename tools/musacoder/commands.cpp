@@ -11,6 +11,7 @@ std::vector<Command> add_all_commands(CLI::App& app) {
   commands.push_back(add_generate_command(app));
   commands.push_back(add_serve_model_command(app));
   commands.push_back(add_train_sft_command(app));
+  commands.push_back(add_train_rl_command(app));
   commands.push_back(add_plot_command(app));
   commands.push_back(add_eval_model_command(app));
   commands.push_back(add_compare_command(app));

@@ -14,6 +14,7 @@ Command add_port_suite_command(CLI::App& app);
 Command add_generate_command(CLI::App& app);
 Command add_serve_model_command(CLI::App& app);
 Command add_train_sft_command(CLI::App& app);
+Command add_train_rl_command(CLI::App& app);
 Command add_plot_command(CLI::App& app);
 Command add_eval_model_command(CLI::App& app);
 Command add_compare_command(CLI::App& app);

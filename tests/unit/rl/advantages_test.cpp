@@ -11,7 +11,7 @@ namespace {
 
 std::vector<double> advantages_of(const std::vector<double>& rewards, std::size_t k, AdvantageOptions o) {
   auto r = group_advantages(rewards, k, o);
-  EXPECT_TRUE(r.ok()) << r.message();
+  EXPECT_TRUE(r.ok()) << r.status().message();
   return r.ok() ? r.value() : std::vector<double>{};
 }
 

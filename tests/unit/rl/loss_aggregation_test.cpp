@@ -16,7 +16,7 @@ constexpr TokenBatchShape kShape{2, 3};
 
 double aggregate(LossAggregation mode) {
   auto r = aggregate_loss(kLoss, kMask, kShape, mode);
-  EXPECT_TRUE(r.ok()) << r.message();
+  EXPECT_TRUE(r.ok()) << r.status().message();
   return r.ok() ? r.value() : NAN;
 }
 

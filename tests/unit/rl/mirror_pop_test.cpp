@@ -11,7 +11,7 @@ namespace {
 
 MirrorPop make(MirrorPopOptions o = {}) {
   auto m = MirrorPop::create(o);
-  EXPECT_TRUE(m.ok()) << m.message();
+  EXPECT_TRUE(m.ok()) << m.status().message();
   return std::move(m).value();
 }
 
@@ -61,7 +61,7 @@ TEST(MirrorPop, KeepsExactlyTheAllowedLearnedSamples) {
   std::vector<SampleSignal> batch(7, kNew);
   batch.insert(batch.end(), 10, kLearned);
   auto r = m.filter(batch);
-  ASSERT_TRUE(r.ok()) << r.message();
+  ASSERT_TRUE(r.ok()) << r.status().message();
   const MirrorPopBatch& b = r.value();
   EXPECT_EQ(b.learned, 10u);
   EXPECT_EQ(b.skipped, 7u);
@@ -165,7 +165,7 @@ TEST(SequenceDivergence, MeanTokenK3) {
   const std::vector<double> mirror = {-1.0, -1.5, 7.0, 7.0};
   const std::vector<std::uint8_t> mask = {1, 1, 0, 0};
   auto d = sequence_divergence(logp, mirror, mask, {2, 2});
-  ASSERT_TRUE(d.ok()) << d.message();
+  ASSERT_TRUE(d.ok()) << d.status().message();
   EXPECT_NEAR(d.value()[0], (std::exp(0.5) - 1.5) / 2.0, 1e-12);
   EXPECT_EQ(d.value()[1], 0.0);
   EXPECT_FALSE(sequence_divergence(logp, std::vector<double>{1.0}, mask, {2, 2}).ok());
@@ -177,7 +177,7 @@ TEST(PaperSequenceMask, MeanAbsLogRatioAgainstDelta) {
   const std::vector<double> lr = {0.01, -0.03, 0.125, -0.125, 0.25, 0.25, 9.0, NAN};
   const std::vector<std::uint8_t> mask = {1, 1, 1, 1, 1, 0, 0, 0};
   auto m = paper_sequence_mask(lr, mask, {4, 2}, 0.125);
-  ASSERT_TRUE(m.ok()) << m.message();
+  ASSERT_TRUE(m.ok()) << m.status().message();
   EXPECT_EQ(m.value(), (std::vector<std::uint8_t>{1, 1, 0, 0}));
   auto strict = paper_sequence_mask(lr, mask, {4, 2}, 0.01);
   ASSERT_TRUE(strict.ok());

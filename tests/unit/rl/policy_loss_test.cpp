@@ -103,7 +103,7 @@ TEST(PolicyLoss, BatchHandComputed) {
   const std::vector<std::uint8_t> mask = {1, 1, 1, 0};
   PolicyLossInputs in{{2, 2}, logp, old, ref, adv, mask};
   auto r = policy_loss(in);
-  ASSERT_TRUE(r.ok()) << r.message();
+  ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_NEAR(r.value().pg_loss, -0.15, 1e-12);
   const double k3 = std::exp(0.5) - 1.0 - 0.5;
   EXPECT_NEAR(r.value().kl, k3 / 4.0, 1e-12);  // weight of token (0,0) is 1/(2·2)
@@ -120,7 +120,7 @@ TEST(PolicyLoss, BatchHandComputed) {
   token_mean.kl.coef = 0.0;
   in.ref_logp = {};
   auto t = policy_loss(in, token_mean);
-  ASSERT_TRUE(t.ok()) << t.message();
+  ASSERT_TRUE(t.ok()) << t.status().message();
   EXPECT_NEAR(t.value().loss, (-1.2 - 1.0 + 0.8) / 3.0, 1e-12);
   EXPECT_EQ(t.value().kl, 0.0);
 }

@@ -11,7 +11,7 @@ namespace {
 
 PrimeEchoRewards rewards_of(const std::vector<double>& scores, const PrimeEchoOptions& o = {}) {
   auto r = prime_echo_rewards(scores, o);
-  EXPECT_TRUE(r.ok()) << r.message();
+  EXPECT_TRUE(r.ok()) << r.status().message();
   return r.ok() ? r.value() : PrimeEchoRewards{};
 }
 

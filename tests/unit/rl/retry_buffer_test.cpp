@@ -24,13 +24,13 @@ ScoredGroup group(const std::string& id, std::size_t passes, std::size_t k = 4) 
 
 RetryBuffer make(RetryBufferOptions o = {}) {
   auto b = RetryBuffer::create(o);
-  EXPECT_TRUE(b.ok()) << b.message();
+  EXPECT_TRUE(b.ok()) << b.status().message();
   return std::move(b).value();
 }
 
 OfferOutcome offer(RetryBuffer& b, const ScoredGroup& g) {
   auto r = b.offer(g);
-  EXPECT_TRUE(r.ok()) << r.message();
+  EXPECT_TRUE(r.ok()) << r.status().message();
   return r.value();
 }
 
@@ -214,7 +214,7 @@ TEST(RetryBuffer, InvariantsUnderRandomTraffic) {
       }
       for (const std::string& id : b.due(step)) {
         auto r = b.report_retry(group(id, rng() % 4 == 0 ? 1 : 0));
-        ASSERT_TRUE(r.ok()) << r.message();
+        ASSERT_TRUE(r.ok()) << r.status().message();
         recovered += r.value() == RetryOutcome::kRecovered ? 1 : 0;
       }
       if (step % 7 == 6) b.advance_epoch();
