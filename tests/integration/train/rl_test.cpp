@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/files.h"
-#include "core/subprocess.h"
+#include "process/subprocess.h"
 #include "model/checkpoint.h"
 #include "support/python_reference.h"
 #include "train/common/train_state.h"
