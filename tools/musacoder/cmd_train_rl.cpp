@@ -122,15 +122,9 @@ Command add_train_rl_command(CLI::App& app) {
   add_rollout_flags(sub, *flags);
   add_algorithm_flags(sub, *flags);
   add_run_flags(sub, *flags);
-  for (CLI::Option* opt : sub->get_options()) {
-    if (opt->get_items_expected_max() == 1) opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  }
+  take_last_values(sub);
   return {sub, [flags, sub] {
-            if (!flags->config_file.empty()) {
-              Status st = apply_config(sub, flags->config_file);
-              if (!st.ok()) return fail("train-rl", st);
-            }
-            return run_train_rl(*flags);
+            return run_with_config("train-rl", sub, flags->config_file, [&] { return run_train_rl(*flags); });
           }};
 }
 

@@ -201,15 +201,9 @@ Command add_train_sft_command(CLI::App& app) {
   add_optim_flags(sub, *flags);
   add_run_flags(sub, *flags);
   // A flag given twice (or in --config and on the command line) takes its last value.
-  for (CLI::Option* opt : sub->get_options()) {
-    if (opt->get_items_expected_max() == 1) opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  }
+  take_last_values(sub);
   return {sub, [flags, sub] {
-            if (!flags->config_file.empty()) {
-              Status st = apply_config(sub, flags->config_file);
-              if (!st.ok()) return fail("train-sft", st);
-            }
-            return run_train_sft(*flags);
+            return run_with_config("train-sft", sub, flags->config_file, [&] { return run_train_sft(*flags); });
           }};
 }
 

@@ -1,5 +1,7 @@
 #include "config_file.h"
 
+#include "command.h"
+
 #include <vector>
 
 namespace musacoder::tool {
@@ -29,6 +31,20 @@ Status apply_config(CLI::App* sub, const std::string& file) {
     }
   }
   return {};
+}
+
+void take_last_values(CLI::App* sub) {
+  for (CLI::Option* opt : sub->get_options()) {
+    if (opt->get_items_expected_max() == 1) opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  }
+}
+
+int run_with_config(const char* command, CLI::App* sub, const std::string& file, const std::function<int()>& run) {
+  if (!file.empty()) {
+    Status st = apply_config(sub, file);
+    if (!st.ok()) return fail(command, st);
+  }
+  return run();
 }
 
 }  // namespace musacoder::tool
