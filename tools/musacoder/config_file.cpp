@@ -1,8 +1,8 @@
 #include "config_file.h"
 
-#include "command.h"
-
 #include <vector>
+
+#include "command.h"
 
 namespace musacoder::tool {
 
@@ -39,7 +39,8 @@ void take_last_values(CLI::App* sub) {
   }
 }
 
-int run_with_config(const char* command, CLI::App* sub, const std::string& file, const std::function<int()>& run) {
+int run_with_config(const char* command, CLI::App* sub, const std::string& file,
+                    const std::function<int()>& run) {
   if (!file.empty()) {
     Status st = apply_config(sub, file);
     if (!st.ok()) return fail(command, st);
