@@ -1,5 +1,6 @@
 // What the CPU and CUDA generators share: arguments, element-wise chains, operand broadcast
 // set-up, and the submission module around the kernel source.
+#include <algorithm>
 #include <string>
 
 #include "data/rule_kernels.h"
@@ -145,7 +146,11 @@ std::string operand_setup(const Program& p, const std::vector<EwOp>& ops, const 
   return out;
 }
 
-std::string broadcast_helpers(const std::string& offset_qualifier) {
+std::string broadcast_helpers(const Program& p, const std::string& offset_qualifier) {
+  const auto reads_operand = [](const EwOp& e) { return e.operand >= 0; };
+  if (std::none_of(p.prologue.begin(), p.prologue.end(), reads_operand) &&
+      std::none_of(p.epilogue.begin(), p.epilogue.end(), reads_operand))
+    return "";
   return fill(kBroadcast, {{"QUALIFIER", offset_qualifier}});
 }
 

@@ -95,7 +95,7 @@ static inline float rnd(float v) { return bf16_to_float(float_to_bf16(v)); }
 )";
 
 std::string preamble(const Program& p) {
-  std::string s = fill(kCommon, {{"BROADCAST", rule::broadcast_helpers("static inline")}});
+  std::string s = fill(kCommon, {{"BROADCAST", rule::broadcast_helpers(p, "static inline")}});
   s += p.dtype == DType::kFloat32 ? kFloat32 : p.dtype == DType::kFloat16 ? kFloat16 : kBFloat16;
   return s;
 }

@@ -80,7 +80,7 @@ std::string preamble(const Program& p) {
   const char* header = p.dtype == DType::kFloat16 ? "#include <cuda_fp16.h>\n"
                        : p.dtype == DType::kBFloat16 ? "#include <cuda_bf16.h>\n" : "";
   return fill(kCommon, {{"TYPE_HEADER", header},
-                        {"BROADCAST", rule::broadcast_helpers("__device__ __forceinline__")},
+                        {"BROADCAST", rule::broadcast_helpers(p, "__device__ __forceinline__")},
                         {"TYPE_FUNCS", type_funcs(p.dtype)}});
 }
 

@@ -45,8 +45,9 @@ std::string operand_setup(const Program& p, const std::vector<EwOp>& ops, const 
                           const std::string& indent);
 // The host function's parameter list and its contiguous copies ("auto x = x_in.contiguous();").
 // struct Bcast, make_bcast and bcast_offset as emitted text; `offset_qualifier` prefixes bcast_offset
-// ("static inline" for the CPU kernels, "__device__ __forceinline__" for CUDA).
-std::string broadcast_helpers(const std::string& offset_qualifier);
+// ("static inline" for the CPU kernels, "__device__ __forceinline__" for CUDA). Empty when no op of `p`
+// reads a tensor operand (the kernel carries no dead helpers).
+std::string broadcast_helpers(const Program& p, const std::string& offset_qualifier);
 std::string host_params(const Program& p);
 std::string host_prologue(const Program& p);
 
