@@ -135,7 +135,7 @@ struct EngineOptions {
   // -- speed (CUDA only)
   bool cuda_graphs = true;  // decode steps replayed from graphs captured per batch-size bucket
   std::vector<int64_t> cuda_graph_batch_sizes = {1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256};
-  bool cuda_decode_kernel = true;  // our paged decode attention kernel; false: SDPA over gathered KV
+  bool cuda_decode_kernel = true;  // our paged decode kernels (CUDA; CPU float32); false: SDPA over gathered KV
 };
 
 struct EngineStats {

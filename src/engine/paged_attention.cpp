@@ -60,9 +60,9 @@ torch::Tensor paged_decode(const torch::Tensor& q, const torch::Tensor& k_pages,
 #ifdef MUSACODER_ENGINE_CUDA
   if (allow_kernel && q.is_cuda() && cuda_decode_kernel_available(q.size(2)))
     return paged_decode_cuda(q, k_pages, v_pages, block_tables, context_lens, scale);
-#else
-  (void)allow_kernel;
 #endif
+  if (allow_kernel && cpu_decode_kernel_applies(q, k_pages))
+    return paged_decode_cpu(q, k_pages, v_pages, block_tables, context_lens, scale);
   return paged_decode_reference(q, k_pages, v_pages, block_tables, context_lens, max_context, scale);
 }
 

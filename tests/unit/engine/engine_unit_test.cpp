@@ -111,6 +111,25 @@ TEST(PagedAttention, DecodeReferenceEqualsPlainAttention) {
   }
 }
 
+TEST(PagedAttention, CpuKernelEqualsReference) {
+  torch::manual_seed(1);
+  const int64_t bs = 16, H = 4, Hkv = 2, D = 64, B = 5, max_blocks = 8;
+  torch::Tensor kp = torch::randn({64, bs, Hkv, D}), vp = torch::randn({64, bs, Hkv, D});
+  // Shuffled pages; lengths 1 (one row), 16 (one full block), 17 (a row into the next), 100, 128 (all blocks).
+  torch::Tensor tables = torch::randperm(64, torch::kInt).narrow(0, 0, B * max_blocks).view({B, max_blocks});
+  torch::Tensor lens = torch::tensor({1, 16, 17, 100, 128}, torch::kInt);
+  torch::Tensor q = torch::randn({B, H, D});
+  ASSERT_TRUE(cpu_decode_kernel_applies(q, kp));
+  const double scale = 1.0 / std::sqrt(64.0);
+  auto expect = paged_decode_reference(q, kp, vp, tables, lens, 128, scale);
+  auto got = paged_decode_cpu(q, kp, vp, tables, lens, scale);
+  EXPECT_LT((got - expect).abs().max().item<double>(), 1e-5);
+  // paged_decode takes the kernel on float32 CPU tensors; without allow_kernel it is the reference.
+  EXPECT_TRUE(torch::equal(paged_decode(q, kp, vp, tables, lens, 128, scale, true), got));
+  EXPECT_TRUE(torch::equal(paged_decode(q, kp, vp, tables, lens, 128, scale, false), expect));
+  EXPECT_FALSE(cpu_decode_kernel_applies(q.to(torch::kBFloat16), kp.to(torch::kBFloat16)));
+}
+
 TEST(StopChecker, FindsStopStringsAcrossPiecesAndHoldsPrefixesBack) {
   StopChecker c({"STOP", "</end>"});
   std::string shown;
