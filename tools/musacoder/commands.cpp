@@ -15,6 +15,7 @@ std::vector<Command> add_all_commands(CLI::App& app) {
   commands.push_back(add_plot_command(app));
   commands.push_back(add_eval_model_command(app));
   commands.push_back(add_compare_command(app));
+  commands.push_back(add_quickstart_command(app));
   return commands;
 }
 

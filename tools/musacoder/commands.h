@@ -18,6 +18,7 @@ Command add_train_rl_command(CLI::App& app);
 Command add_plot_command(CLI::App& app);
 Command add_eval_model_command(CLI::App& app);
 Command add_compare_command(CLI::App& app);
+Command add_quickstart_command(CLI::App& app);
 
 // Adds every subcommand to the app, in the order `musacoder --help` lists them.
 std::vector<Command> add_all_commands(CLI::App& app);
