@@ -45,6 +45,7 @@ Result<std::unique_ptr<Verifier>> Verifier::create(const VerifierSettings& s) {
   mooreeval::Options o;
   o.compile.backend = s.backend;
   o.compile.cache_dir = s.cache_dir;
+  o.compile.build_path = s.build_path;
   o.concurrency.workers = s.workers;
   o.concurrency.run_slots = s.run_slots;
   o.timing.warmup_iters = s.warmup_iters;

@@ -33,6 +33,9 @@ struct VerifierSettings {
   std::filesystem::path work_root;              // temp dirs (empty: system temp)
   std::string python = "python3";               // interpreter with torch
   std::string sandbox = "auto";                 // on | off | auto
+  // auto | lean | full (docs/build.md). lean: a source the lean headers cannot compile is a compile_error
+  // without the 30-60 s full build (faster, but stricter than load_inline: for runs that trade that for speed).
+  std::string build_path = "auto";
 };
 
 // One submission to verify against one task file.

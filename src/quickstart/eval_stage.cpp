@@ -20,6 +20,7 @@ kernelbench::ScorerSettings scorer_settings(const QuickstartOptions& o, const fs
   s.verifier.workers = o.verify_workers;
   s.verifier.benchmark_iters = 10;
   s.verifier.warmup_iters = 3;
+  s.verifier.build_path = "lean";  // quickstart.h: a compile error costs no full build
   s.verifier.cache_dir = o.build_cache;
   if (s.verifier.cache_dir.empty())
     if (const char* home = std::getenv("HOME"); home && *home)

@@ -92,7 +92,8 @@ Status validate(const QuickstartOptions& o) {
   if (o.sft_steps < 1) return invalid_argument("--steps must be at least 1");
   if (o.rl_steps < 1) return invalid_argument("--rl-steps must be at least 1");
   if (o.samples < 1) return invalid_argument("--samples must be at least 1");
-  if (o.hidden_size < 64 || o.hidden_size % 64 != 0) return invalid_argument("--hidden-size must be a multiple of 64");
+  if (o.hidden_size < 128 || o.hidden_size % 64 != 0)
+    return invalid_argument("--hidden-size must be a multiple of 64, at least 128");
   if (o.layers < 1) return invalid_argument("--layers must be at least 1");
   if (o.vocab_size < 512) return invalid_argument("--vocab-size must be at least 512");
   return Status::ok_status();

@@ -40,7 +40,7 @@ Result<std::vector<std::string>> corpus_texts(const fs::path& sft_jsonl) {
 }
 
 nlohmann::json qwen2_config(const QuickstartOptions& o, int32_t vocab) {
-  const int64_t heads = std::max<int64_t>(2, o.hidden_size / 64);
+  const int64_t heads = o.hidden_size / 64;  // head_dim 64 (32 measured 1.8x slower per update on 2 cores)
   return {{"architectures", {"Qwen2ForCausalLM"}}, {"model_type", "qwen2"}, {"vocab_size", vocab},
           {"hidden_size", o.hidden_size}, {"intermediate_size", 3 * o.hidden_size},
           {"num_hidden_layers", o.layers}, {"num_attention_heads", heads}, {"num_key_value_heads", heads},

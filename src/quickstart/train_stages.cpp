@@ -27,7 +27,7 @@ train::sft::SftOptions sft_options(const QuickstartOptions& o, const fs::path& b
   s.backend = o.backend;
   s.max_steps = o.sft_steps;
   s.learning_rate = o.sft_learning_rate;
-  s.lr_scheduler = "constant";
+  s.lr_scheduler = "cosine";
   s.warmup_ratio = 0.03;
   s.seed = o.seed;
   s.logging_steps = 5;
@@ -45,6 +45,7 @@ train::rl::RlOptions rl_options(const QuickstartOptions& o, const fs::path& base
   r.reward_env_workers = o.verify_workers;
   r.verifier_backend = o.backend;
   r.verifier_cache_dir = build_cache(o);
+  r.verifier_build_path = "lean";  // quickstart.h: a compile error costs no full build
   r.samples_per_prompt = o.rl_samples_per_prompt;
   r.prompts_per_step = o.rl_prompts_per_step;
   r.max_turns = 2;

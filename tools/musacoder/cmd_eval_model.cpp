@@ -153,6 +153,7 @@ void add_flags(CLI::App* sub, EvalModelFlags& f) {
   sub->add_option("--max-run-seconds", f.max_run_seconds, "run deadline per runner")->capture_default_str();
   sub->add_option("--python", f.scorer.verifier.python, "interpreter with torch")->capture_default_str();
   sub->add_option("--sandbox", f.scorer.verifier.sandbox, "on | off | auto")->capture_default_str();
+  sub->add_option("--build-path", f.scorer.verifier.build_path, "verifier build path: auto | lean | full (docs/build.md)")->capture_default_str();
   sub->add_option("--build-cache", f.build_cache, "build cache dir (default ~/.cache/mooreeval/builds)");
 }
 

@@ -37,6 +37,8 @@ void add_io_flags(CLI::App* s, TrainRlFlags& f) {
       ->capture_default_str();
   s->add_option("--verifier-wait-seconds", f.o.verifier_wait_seconds,
                 "service mode: how long a down verifier is retried before the step fails")->capture_default_str();
+  s->add_option("--build-path", f.o.verifier_build_path, "verifier build path: auto | lean | full (docs/build.md)")
+      ->capture_default_str();
   s->add_option("--verifier-cache-dir", f.o.verifier_cache_dir,
                 "in-process verifier's build cache (default: OUTPUT_DIR/build-cache)");
   s->add_option("--infra-retries", f.o.infra_retries, "re-verifications of an infra_error verdict")

@@ -8,7 +8,7 @@ nlohmann::json to_json(const RlOptions& o) {
           {"reward_env", o.reward_env}, {"reward_env_workers", o.reward_env_workers},
           {"verifier_backend", o.verifier_backend}, {"verifier_wait_seconds", o.verifier_wait_seconds},
           {"infra_retries", o.infra_retries},
-          {"verifier_cache_dir", o.verifier_cache_dir.string()}, {"samples_per_prompt", o.samples_per_prompt},
+          {"verifier_cache_dir", o.verifier_cache_dir.string()}, {"verifier_build_path", o.verifier_build_path}, {"samples_per_prompt", o.samples_per_prompt},
           {"prompts_per_step", o.prompts_per_step}, {"max_turns", o.max_turns}, {"temperature", o.temperature},
           {"top_p", o.top_p}, {"max_new_tokens", o.max_new_tokens}, {"algorithm", o.algorithm},
           {"kl_coef", o.kl_coef}, {"clip_low", o.clip_low}, {"clip_high", o.clip_high},
@@ -70,6 +70,7 @@ Status validate(const RlOptions& o) {
   MC_RETURN_IF_ERROR(one_of("mirrorpop-mode", o.mirrorpop_mode, {"lesson", "paper"}));
   MC_RETURN_IF_ERROR(one_of("mirrorpop-ema", o.mirrorpop_ema, {"same", "cpu"}));
   MC_RETURN_IF_ERROR(one_of("backend", o.verifier_backend, {"cpu", "cuda", "musa"}));
+  MC_RETURN_IF_ERROR(one_of("build-path", o.verifier_build_path, {"auto", "lean", "full"}));
   return {};
 }
 

@@ -27,6 +27,7 @@ struct RlOptions {
   double verifier_wait_seconds = 120;     // service mode: how long a step waits for a down verifier
   int infra_retries = 2;                  // re-verifications of an infra_error before the sample is dropped
   std::filesystem::path verifier_cache_dir;  // in process: build cache shared across runs (empty: <output_dir>/build-cache)
+  std::string verifier_build_path = "auto";  // in process: auto | lean | full (--build-path; docs/build.md)
   // --- Rollout
   int samples_per_prompt = 8;             // K (GRPO group size)
   int prompts_per_step = 4;               // regular groups per step (BDR retries come on top)

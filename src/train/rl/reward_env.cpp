@@ -184,6 +184,7 @@ Result<std::unique_ptr<RewardEnv>> RewardEnv::create(const RewardEnvOptions& o) 
   s.cache_dir = o.cache_dir;
   s.work_root = o.work_root;
   s.seed = o.seed;
+  s.build_path = o.build_path;
   auto v = data::Verifier::create(s);
   if (!v.ok()) return unavailable("the verifier (" + o.backend + ") is not usable: " + v.status().message());
   auto dir = TempDir::create("mc-rl-submissions", o.work_root);

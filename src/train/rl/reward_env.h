@@ -31,6 +31,7 @@ struct RewardEnvOptions {
   std::filesystem::path cache_dir;     // in process: the build cache (empty: none)
   std::filesystem::path work_root;     // in process: temp dirs (empty: system temp)
   std::optional<uint64_t> seed;        // in process: the numeric trials' seed base (unset: fresh each time)
+  std::string build_path = "auto";     // in process: auto | lean | full (data::VerifierSettings::build_path)
 };
 
 struct RewardJob {

@@ -131,6 +131,7 @@ Status make_components(RlRun& r) {
   ro.workers = r.o.reward_env_workers;
   ro.wait_seconds = r.o.verifier_wait_seconds;
   ro.seed = r.o.seed;
+  ro.build_path = r.o.verifier_build_path;
   ro.cache_dir = r.o.verifier_cache_dir.empty() ? r.o.output_dir / "build-cache" : r.o.verifier_cache_dir;
   auto env = RewardEnv::create(ro);
   if (!env.ok()) return env.status();
