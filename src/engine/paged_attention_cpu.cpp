@@ -46,7 +46,8 @@ void attend_one(const DecodeView& a, int64_t b, int64_t h, std::vector<float>& w
   if (len <= 0) return;
   w.resize(static_cast<std::size_t>(len));
   const auto row = [&](const float* pages, int64_t t) {
-    const int64_t slot = static_cast<int64_t>(a.tables[b * a.max_blocks + t / a.block_size]) * a.block_size + t % a.block_size;
+    const int64_t slot =
+        static_cast<int64_t>(a.tables[b * a.max_blocks + t / a.block_size]) * a.block_size + t % a.block_size;
     return pages + (slot * a.kv_heads + g) * D;
   };
   float m = -std::numeric_limits<float>::infinity();
@@ -64,20 +65,32 @@ void attend_one(const DecodeView& a, int64_t b, int64_t h, std::vector<float>& w
 }  // namespace
 
 bool cpu_decode_kernel_applies(const torch::Tensor& q, const torch::Tensor& k_pages) {
-  return q.device().is_cpu() && q.scalar_type() == torch::kFloat32 && k_pages.scalar_type() == torch::kFloat32;
+  return q.device().is_cpu() && q.scalar_type() == torch::kFloat32 &&
+         k_pages.scalar_type() == torch::kFloat32;
 }
 
-torch::Tensor paged_decode_cpu(const torch::Tensor& q, const torch::Tensor& k_pages, const torch::Tensor& v_pages,
-                               const torch::Tensor& block_tables, const torch::Tensor& context_lens, double scale) {
+torch::Tensor paged_decode_cpu(const torch::Tensor& q, const torch::Tensor& k_pages,
+                               const torch::Tensor& v_pages, const torch::Tensor& block_tables,
+                               const torch::Tensor& context_lens, double scale) {
   TORCH_CHECK(cpu_decode_kernel_applies(q, k_pages) && v_pages.scalar_type() == torch::kFloat32,
               "paged_decode_cpu: float32 CPU tensors only");
-  TORCH_CHECK(q.dim() == 3 && k_pages.dim() == 4 && q.size(1) % k_pages.size(2) == 0, "paged_decode_cpu: bad shapes");
+  TORCH_CHECK(q.dim() == 3 && k_pages.dim() == 4 && q.size(1) % k_pages.size(2) == 0,
+              "paged_decode_cpu: bad shapes");
   auto qc = q.contiguous(), kc = k_pages.contiguous(), vc = v_pages.contiguous();
   auto tables = block_tables.to(torch::kInt).contiguous(), lens = context_lens.to(torch::kInt).contiguous();
   auto out = torch::empty_like(qc);
-  const DecodeView a{qc.data_ptr<float>(), kc.data_ptr<float>(), vc.data_ptr<float>(), tables.data_ptr<int32_t>(),
-                     lens.data_ptr<int32_t>(), out.data_ptr<float>(), q.size(1), k_pages.size(2), q.size(2),
-                     k_pages.size(1), tables.size(1), static_cast<float>(scale)};
+  const DecodeView a{qc.data_ptr<float>(),
+                     kc.data_ptr<float>(),
+                     vc.data_ptr<float>(),
+                     tables.data_ptr<int32_t>(),
+                     lens.data_ptr<int32_t>(),
+                     out.data_ptr<float>(),
+                     q.size(1),
+                     k_pages.size(2),
+                     q.size(2),
+                     k_pages.size(1),
+                     tables.size(1),
+                     static_cast<float>(scale)};
   const int64_t heads = a.heads;
   at::parallel_for(0, q.size(0) * heads, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> w;

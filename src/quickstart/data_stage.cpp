@@ -30,7 +30,8 @@ data::SynthOptions synth_options(const QuickstartOptions& o, const fs::path& out
   v.seed = data::mix_seed(seed, 0x5eed);
   v.cache_dir = o.build_cache;
   if (v.cache_dir.empty())
-    if (const char* home = std::getenv("HOME"); home && *home) v.cache_dir = fs::path(home) / ".cache/mooreeval/builds";
+    if (const char* home = std::getenv("HOME"); home && *home)
+      v.cache_dir = fs::path(home) / ".cache/mooreeval/builds";
   return s;
 }
 
@@ -60,7 +61,8 @@ Result<DataSets> make_data(const QuickstartOptions& o, const fs::path& dir) {
   auto made = data::run_synthesis(train, *teacher, nullptr, verifier->get());
   if (!made.ok()) return made.status();
   d.train_pairs = made->kept;
-  if (d.train_pairs < 8) return failed_precondition("only " + std::to_string(d.train_pairs) + " verified training pairs");
+  if (d.train_pairs < 8)
+    return failed_precondition("only " + std::to_string(d.train_pairs) + " verified training pairs");
 
   data::SynthOptions held = synth_options(o, d.heldout, data::mix_seed(o.seed, 0x4e1d), o.heldout_tasks);
   held.exclude_suite = d.train / "tasks";
@@ -70,7 +72,8 @@ Result<DataSets> make_data(const QuickstartOptions& o, const fs::path& dir) {
   auto overlaps = count_overlaps(d.train / "tasks", d.heldout / "tasks");
   if (!overlaps.ok()) return overlaps.status();
   d.overlaps = *overlaps;
-  if (d.overlaps > 0) return internal_error(std::to_string(d.overlaps) + " held-out tasks overlap the training tasks");
+  if (d.overlaps > 0)
+    return internal_error(std::to_string(d.overlaps) + " held-out tasks overlap the training tasks");
   return d;
 }
 

@@ -73,7 +73,10 @@ Result<EvalPoint> evaluate(const QuickstartOptions& o, const std::string& stage,
   auto client = kernelbench::make_engine_client(engine_options(o, model));
   if (!client.ok()) return client.status();
   kernelbench::EvalHooks hooks;
-  if (o.progress) hooks.progress = [&stage](const std::string& line) { std::fprintf(stderr, "  [%s] %s\n", stage.c_str(), line.c_str()); };
+  if (o.progress)
+    hooks.progress = [&stage](const std::string& line) {
+      std::fprintf(stderr, "  [%s] %s\n", stage.c_str(), line.c_str());
+    };
   auto summary = kernelbench::run_eval(*suite, **client, **scorer, eval_options(o, out), hooks);
   if (!summary.ok()) return summary.status();
   const nlohmann::json overall = (*summary)["views"]["best"].value("overall", nlohmann::json::object());

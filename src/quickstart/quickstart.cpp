@@ -31,7 +31,8 @@ Status prepare_out_dir(const QuickstartOptions& o) {
   std::error_code ec;
   if (fs::exists(o.out_dir, ec) && !fs::is_empty(o.out_dir, ec)) {
     if (!o.overwrite)
-      return failed_precondition(o.out_dir.string() + " already holds a run (pass --overwrite to replace it, or --out DIR)");
+      return failed_precondition(o.out_dir.string() +
+                                 " already holds a run (pass --overwrite to replace it, or --out DIR)");
     fs::remove_all(o.out_dir, ec);
     if (ec) return internal_error("cannot remove " + o.out_dir.string() + ": " + ec.message());
   }
@@ -67,15 +68,20 @@ Result<QuickstartResult> run_quickstart(const QuickstartOptions& o, const Log& l
     return true;
   });
   if (!init.ok()) return init.status();
-  auto before = timed(r, "eval before SFT", log, [&] { return evaluate(o, "before SFT", base, heldout, o.out_dir / "eval-base"); });
+  auto before = timed(r, "eval before SFT", log,
+                      [&] { return evaluate(o, "before SFT", base, heldout, o.out_dir / "eval-base"); });
   if (!before.ok()) return before.status();
-  auto sft = timed(r, "SFT", log, [&] { return run_sft_stage(o, base, data->train / "sft.jsonl", o.out_dir / "sft"); });
+  auto sft = timed(r, "SFT", log,
+                   [&] { return run_sft_stage(o, base, data->train / "sft.jsonl", o.out_dir / "sft"); });
   if (!sft.ok()) return sft.status();
-  auto after_sft = timed(r, "eval after SFT", log, [&] { return evaluate(o, "after SFT", *sft, heldout, o.out_dir / "eval-sft"); });
+  auto after_sft = timed(r, "eval after SFT", log,
+                         [&] { return evaluate(o, "after SFT", *sft, heldout, o.out_dir / "eval-sft"); });
   if (!after_sft.ok()) return after_sft.status();
-  auto rl = timed(r, "RL", log, [&] { return run_rl_stage(o, *sft, data->train / "tasks", o.out_dir / "rl"); });
+  auto rl =
+      timed(r, "RL", log, [&] { return run_rl_stage(o, *sft, data->train / "tasks", o.out_dir / "rl"); });
   if (!rl.ok()) return rl.status();
-  auto after_rl = timed(r, "eval after RL", log, [&] { return evaluate(o, "after RL", *rl, heldout, o.out_dir / "eval-rl"); });
+  auto after_rl = timed(r, "eval after RL", log,
+                        [&] { return evaluate(o, "after RL", *rl, heldout, o.out_dir / "eval-rl"); });
   if (!after_rl.ok()) return after_rl.status();
   r.points = {*before, *after_sft, *after_rl};
   r.learning_failure = learning_failure(r.points);

@@ -5,7 +5,8 @@
 //   -> a tokenizer trained on the corpus (tokenizer::train_bpe_tokenizer_json) and a tiny Qwen2 from scratch
 //   -> held-out first-turn Pass@k before SFT (kernelbench::run_eval, built-in engine, MooreEval scorer)
 //   -> SFT (train::sft::run_sft) -> held-out Pass@k
-//   -> GRPO RL on the training tasks with PrimeEcho, BDR and MirrorPop on (train::rl::run_rl) -> held-out Pass@k
+//   -> GRPO RL on the training tasks with PrimeEcho, BDR and MirrorPop on (train::rl::run_rl) -> held-out
+//   Pass@k
 //   -> before/after table, summary.json, curves.png, report.html under out_dir
 //
 // Its verifier (evaluation and RL rewards) takes the lean build path only: a source the lean headers cannot
@@ -29,19 +30,19 @@ namespace musacoder::quickstart {
 
 struct QuickstartOptions {
   std::filesystem::path out_dir = "runs/quickstart";
-  bool overwrite = false;          // replace a finished or broken run in out_dir
-  std::string backend = "cpu";     // cpu | cuda: the kernels' target, the verifier's backend, the model's device
+  bool overwrite = false;       // replace a finished or broken run in out_dir
+  std::string backend = "cpu";  // cpu | cuda: the kernels' target, the verifier's backend, the model's device
   uint64_t seed = 1;
   // --- data
-  int train_tasks = 96;            // synthesized, verified training tasks (SFT pairs and RL prompts)
-  int heldout_tasks = 12;          // held-out tasks (evaluation only)
+  int train_tasks = 96;    // synthesized, verified training tasks (SFT pairs and RL prompts)
+  int heldout_tasks = 12;  // held-out tasks (evaluation only)
   std::vector<std::string> categories = {"elementwise", "activation"};
   // --- model (Qwen2 family, from scratch)
-  int64_t vocab_size = 2048;       // BPE trained on the corpus (fewer when the corpus runs out of merges)
+  int64_t vocab_size = 2048;  // BPE trained on the corpus (fewer when the corpus runs out of merges)
   int64_t hidden_size = 128;
   int64_t layers = 4;
   // --- SFT
-  int64_t sft_steps = 360;         // --steps
+  int64_t sft_steps = 360;  // --steps
   double sft_learning_rate = 3e-3;
   int64_t max_seq_len = 2048;
   // --- RL
@@ -50,7 +51,7 @@ struct QuickstartOptions {
   int rl_samples_per_prompt = 4;
   double rl_learning_rate = 1e-4;
   // --- evaluation (first turn, held-out)
-  int samples = 4;                 // the k of Pass@k
+  int samples = 4;  // the k of Pass@k
   double temperature = 0.7;
   int64_t max_new_tokens = 1024;
   // --- machine
@@ -61,18 +62,18 @@ struct QuickstartOptions {
 
 // One row of the before/after table (held-out, first turn).
 struct EvalPoint {
-  std::string stage;               // "before SFT", "after SFT", "after RL"
+  std::string stage;  // "before SFT", "after SFT", "after RL"
   double pass_at_1 = 0, pass_at_k = 0, avg_at_k = 0, fast_1 = 0;
-  double seconds = 0;              // generation + verification
-  std::filesystem::path report;    // that evaluation's report.html
+  double seconds = 0;            // generation + verification
+  std::filesystem::path report;  // that evaluation's report.html
 };
 
 struct QuickstartResult {
-  std::vector<EvalPoint> points;   // before SFT, after SFT, after RL
+  std::vector<EvalPoint> points;  // before SFT, after SFT, after RL
   int train_pairs = 0, heldout = 0, overlaps = 0;
   std::vector<std::pair<std::string, double>> stage_seconds;  // wall time per stage
   std::filesystem::path summary, curves, report;
-  std::string learning_failure;    // empty: learning showed; else what did not hold, with the numbers
+  std::string learning_failure;  // empty: learning showed; else what did not hold, with the numbers
 };
 
 // Checks values (not files). kInvalidArgument naming the flag.

@@ -43,16 +43,26 @@ fig.tight_layout(); fig.savefig(out, dpi=100)
 )PY";
 
 nlohmann::json point_json(const EvalPoint& p) {
-  return {{"stage", p.stage}, {"pass_at_1", p.pass_at_1}, {"pass_at_k", p.pass_at_k}, {"avg_at_k", p.avg_at_k},
-          {"fast_1", p.fast_1}, {"seconds", p.seconds}, {"report", p.report.string()}};
+  return {{"stage", p.stage},           {"pass_at_1", p.pass_at_1}, {"pass_at_k", p.pass_at_k},
+          {"avg_at_k", p.avg_at_k},     {"fast_1", p.fast_1},       {"seconds", p.seconds},
+          {"report", p.report.string()}};
 }
 
 nlohmann::json summary_json(const QuickstartOptions& o, const QuickstartResult& r) {
-  nlohmann::json j = {{"schema", "musacoder.quickstart/1"}, {"seed", o.seed}, {"backend", o.backend},
-                      {"k", o.samples}, {"temperature", o.temperature}, {"train_pairs", r.train_pairs},
-                      {"heldout_tasks", r.heldout}, {"heldout_overlaps", r.overlaps}, {"sft_steps", o.sft_steps},
-                      {"rl_steps", o.rl_steps}, {"learned", r.learning_failure.empty()},
-                      {"learning_failure", r.learning_failure}, {"points", nlohmann::json::array()}, {"stage_seconds", nlohmann::json::object()}};
+  nlohmann::json j = {{"schema", "musacoder.quickstart/1"},
+                      {"seed", o.seed},
+                      {"backend", o.backend},
+                      {"k", o.samples},
+                      {"temperature", o.temperature},
+                      {"train_pairs", r.train_pairs},
+                      {"heldout_tasks", r.heldout},
+                      {"heldout_overlaps", r.overlaps},
+                      {"sft_steps", o.sft_steps},
+                      {"rl_steps", o.rl_steps},
+                      {"learned", r.learning_failure.empty()},
+                      {"learning_failure", r.learning_failure},
+                      {"points", nlohmann::json::array()},
+                      {"stage_seconds", nlohmann::json::object()}};
   for (const auto& p : r.points) j["points"].push_back(point_json(p));
   for (const auto& [stage, s] : r.stage_seconds) j["stage_seconds"][stage] = s;
   return j;
@@ -65,7 +75,8 @@ std::string html_report(const QuickstartResult& r, const std::string& table) {
     << " held-out tasks (overlaps with training: " << r.overlaps << ").</p><pre>" << table << "</pre>"
     << "<img src=\"curves.png\" alt=\"training curves\" style=\"max-width:100%\"><h2>Evaluations</h2><ul>";
   for (const auto& p : r.points)
-    h << "<li><a href=\"" << fs::relative(p.report, r.report.parent_path()).string() << "\">" << p.stage << "</a></li>";
+    h << "<li><a href=\"" << fs::relative(p.report, r.report.parent_path()).string() << "\">" << p.stage
+      << "</a></li>";
   h << "</ul></body></html>\n";
   return h.str();
 }
@@ -83,19 +94,27 @@ std::string format_table(const QuickstartResult& r) {
   return t;
 }
 
-Status write_outputs(const QuickstartOptions& o, QuickstartResult& r, const fs::path& sft_run, const fs::path& rl_run) {
+Status write_outputs(const QuickstartOptions& o, QuickstartResult& r, const fs::path& sft_run,
+                     const fs::path& rl_run) {
   r.summary = o.out_dir / "summary.json";
   r.curves = o.out_dir / "curves.png";
   r.report = o.out_dir / "report.html";
   MC_RETURN_IF_ERROR(write_file_atomic(r.summary, summary_json(o, r).dump(2) + "\n"));
   MC_RETURN_IF_ERROR(write_file_atomic(r.report, html_report(r, format_table(r))));
   ProcessOptions p;
-  p.argv = {"python3", "-c", kCurvesScript, r.curves.string(), (sft_run / "metrics.jsonl").string(),
-            (rl_run / "metrics.jsonl").string(), r.summary.string()};
+  p.argv = {"python3",
+            "-c",
+            kCurvesScript,
+            r.curves.string(),
+            (sft_run / "metrics.jsonl").string(),
+            (rl_run / "metrics.jsonl").string(),
+            r.summary.string()};
   p.deadline = std::chrono::seconds(120);
   auto plot = run_process(p);
   if (!plot.ok()) return plot.status();
-  if (!plot->succeeded()) return unavailable("curves.png: matplotlib (python3) failed: " + plot->describe() + "\n" + plot->stderr_text);
+  if (!plot->succeeded())
+    return unavailable("curves.png: matplotlib (python3) failed: " + plot->describe() + "\n" +
+                       plot->stderr_text);
   return Status::ok_status();
 }
 

@@ -10,10 +10,10 @@
 namespace musacoder::quickstart {
 
 struct DataSets {
-  std::filesystem::path train;     // synth out dir: tasks/ and sft.jsonl
-  std::filesystem::path heldout;   // tasks-only synth out dir: tasks/
+  std::filesystem::path train;    // synth out dir: tasks/ and sft.jsonl
+  std::filesystem::path heldout;  // tasks-only synth out dir: tasks/
   int train_pairs = 0, heldout_tasks = 0;
-  int overlaps = 0;                // held-out tasks the decontamination check finds in the training tasks
+  int overlaps = 0;  // held-out tasks the decontamination check finds in the training tasks
 };
 
 // data_stage.cpp: verified training pairs, then the decontaminated held-out split.
@@ -24,14 +24,17 @@ Status make_tiny_model(const QuickstartOptions& o, const std::filesystem::path& 
                        const std::filesystem::path& dir);
 
 // eval_stage.cpp: first-turn held-out evaluation of a checkpoint (report under `out`).
-Result<EvalPoint> evaluate(const QuickstartOptions& o, const std::string& stage, const std::filesystem::path& model,
-                           const std::filesystem::path& heldout_tasks, const std::filesystem::path& out);
+Result<EvalPoint> evaluate(const QuickstartOptions& o, const std::string& stage,
+                           const std::filesystem::path& model, const std::filesystem::path& heldout_tasks,
+                           const std::filesystem::path& out);
 
 // train_stages.cpp: the two trainers, configured for the quickstart; each returns its final model.
 Result<std::filesystem::path> run_sft_stage(const QuickstartOptions& o, const std::filesystem::path& base,
-                                            const std::filesystem::path& dataset, const std::filesystem::path& out);
+                                            const std::filesystem::path& dataset,
+                                            const std::filesystem::path& out);
 Result<std::filesystem::path> run_rl_stage(const QuickstartOptions& o, const std::filesystem::path& base,
-                                           const std::filesystem::path& tasks, const std::filesystem::path& out);
+                                           const std::filesystem::path& tasks,
+                                           const std::filesystem::path& out);
 
 // report.cpp: the before/after table as text; summary.json, curves.png (matplotlib) and report.html.
 std::string format_table(const QuickstartResult& r);

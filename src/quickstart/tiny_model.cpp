@@ -33,7 +33,8 @@ Result<std::vector<std::string>> corpus_texts(const fs::path& sft_jsonl) {
   std::string line;
   while (std::getline(in, line)) {
     auto row = nlohmann::json::parse(line, nullptr, false);
-    if (row.is_discarded() || !row.contains("messages")) return invalid_argument(sft_jsonl.string() + ": not a chat row");
+    if (row.is_discarded() || !row.contains("messages"))
+      return invalid_argument(sft_jsonl.string() + ": not a chat row");
     for (const auto& m : row["messages"]) texts.push_back(m.value("content", ""));
   }
   return texts;
@@ -41,12 +42,23 @@ Result<std::vector<std::string>> corpus_texts(const fs::path& sft_jsonl) {
 
 nlohmann::json qwen2_config(const QuickstartOptions& o, int32_t vocab) {
   const int64_t heads = o.hidden_size / 64;  // head_dim 64 (32 measured 1.8x slower per update on 2 cores)
-  return {{"architectures", {"Qwen2ForCausalLM"}}, {"model_type", "qwen2"}, {"vocab_size", vocab},
-          {"hidden_size", o.hidden_size}, {"intermediate_size", 3 * o.hidden_size},
-          {"num_hidden_layers", o.layers}, {"num_attention_heads", heads}, {"num_key_value_heads", heads},
-          {"max_position_embeddings", 2 * o.max_seq_len}, {"rms_norm_eps", 1e-6}, {"rope_theta", 10000.0},
-          {"tie_word_embeddings", true}, {"hidden_act", "silu"}, {"eos_token_id", 2},
-          {"initializer_range", 0.02}, {"torch_dtype", "float32"}, {"use_sliding_window", false}};
+  return {{"architectures", {"Qwen2ForCausalLM"}},
+          {"model_type", "qwen2"},
+          {"vocab_size", vocab},
+          {"hidden_size", o.hidden_size},
+          {"intermediate_size", 3 * o.hidden_size},
+          {"num_hidden_layers", o.layers},
+          {"num_attention_heads", heads},
+          {"num_key_value_heads", heads},
+          {"max_position_embeddings", 2 * o.max_seq_len},
+          {"rms_norm_eps", 1e-6},
+          {"rope_theta", 10000.0},
+          {"tie_word_embeddings", true},
+          {"hidden_act", "silu"},
+          {"eos_token_id", 2},
+          {"initializer_range", 0.02},
+          {"torch_dtype", "float32"},
+          {"use_sliding_window", false}};
 }
 
 void init_like_transformers(model::Decoder& m, uint64_t seed) {
@@ -54,13 +66,17 @@ void init_like_transformers(model::Decoder& m, uint64_t seed) {
   torch::manual_seed(seed);
   for (auto& p : m->named_parameters()) {
     const std::string& name = p.key();
-    if (name.find("norm") != std::string::npos) p.value().fill_(1.0);
-    else if (name.ends_with(".bias")) p.value().zero_();
-    else p.value().normal_(0.0, 0.02);
+    if (name.find("norm") != std::string::npos)
+      p.value().fill_(1.0);
+    else if (name.ends_with(".bias"))
+      p.value().zero_();
+    else
+      p.value().normal_(0.0, 0.02);
   }
 }
 
-Status write_tokenizer(const QuickstartOptions& o, const fs::path& sft_jsonl, const fs::path& dir, int32_t& vocab) {
+Status write_tokenizer(const QuickstartOptions& o, const fs::path& sft_jsonl, const fs::path& dir,
+                       int32_t& vocab) {
   auto texts = corpus_texts(sft_jsonl);
   if (!texts.ok()) return texts.status();
   tokenizer::BpeTrainerOptions bpe;
@@ -71,8 +87,10 @@ Status write_tokenizer(const QuickstartOptions& o, const fs::path& sft_jsonl, co
   if (!tok.ok()) return tok.status();
   vocab = tok->vocab_size();
   MC_RETURN_IF_ERROR(write_file_atomic(dir / "tokenizer.json", *json));
-  const nlohmann::json config = {{"tokenizer_class", "Qwen2Tokenizer"}, {"eos_token", "<|im_end|>"},
-                                 {"pad_token", "<|endoftext|>"}, {"chat_template", kChatTemplate},
+  const nlohmann::json config = {{"tokenizer_class", "Qwen2Tokenizer"},
+                                 {"eos_token", "<|im_end|>"},
+                                 {"pad_token", "<|endoftext|>"},
+                                 {"chat_template", kChatTemplate},
                                  {"model_max_length", 2 * o.max_seq_len}};
   return write_file_atomic(dir / "tokenizer_config.json", config.dump(2) + "\n");
 }

@@ -55,7 +55,7 @@ train::rl::RlOptions rl_options(const QuickstartOptions& o, const fs::path& base
   r.max_steps = o.rl_steps;
   r.seed = o.seed;
   r.enable_prime_echo = r.enable_bdr = r.enable_mirrorpop = true;
-  r.bdr_retry_every = 2;           // a retry round inside a short run
+  r.bdr_retry_every = 2;  // a retry round inside a short run
   r.mirrorpop_update_every = 2;
   r.device = o.backend == "cuda" ? "cuda" : "cpu";
   r.tensorboard = false;

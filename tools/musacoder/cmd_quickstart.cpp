@@ -18,8 +18,8 @@ int run_quickstart_command(quickstart::QuickstartOptions& o, bool no_progress) {
   auto log = [](const std::string& line) { std::printf("%s\n", line.c_str()), std::fflush(stdout); };
   auto r = quickstart::run_quickstart(o, log);
   if (!r.ok()) return fail("quickstart", r.status());
-  std::printf("\nrun files: %s\ncurves:    %s\nreport:    %s\nsummary:   %s\n", o.out_dir.c_str(), r->curves.c_str(),
-              r->report.c_str(), r->summary.c_str());
+  std::printf("\nrun files: %s\ncurves:    %s\nreport:    %s\nsummary:   %s\n", o.out_dir.c_str(),
+              r->curves.c_str(), r->report.c_str(), r->summary.c_str());
   if (r->learning_failure.empty()) return 0;
   std::fprintf(stderr, "musacoder quickstart: learning did not show: %s\n", r->learning_failure.c_str());
   return 1;
@@ -30,26 +30,34 @@ int run_quickstart_command(quickstart::QuickstartOptions& o, bool no_progress) {
 Command add_quickstart_command(CLI::App& app) {
   auto o = std::make_shared<quickstart::QuickstartOptions>();
   auto no_progress = std::make_shared<bool>(false);
-  CLI::App* sub = app.add_subcommand("quickstart", "the whole loop on a CPU in minutes: verified data -> tiny model "
-                                                   "-> SFT -> GRPO with MooreEval rewards -> held-out Pass@k before/after");
+  CLI::App* sub = app.add_subcommand("quickstart",
+                                     "the whole loop on a CPU in minutes: verified data -> tiny model "
+                                     "-> SFT -> GRPO with MooreEval rewards -> held-out Pass@k before/after");
   sub->add_option("--out", o->out_dir, "run directory")->capture_default_str();
   sub->add_flag("--overwrite", o->overwrite, "replace a run already in --out");
-  sub->add_option("--backend", o->backend, "cpu | cuda: kernels, verifier and model device")->capture_default_str();
+  sub->add_option("--backend", o->backend, "cpu | cuda: kernels, verifier and model device")
+      ->capture_default_str();
   sub->add_option("--seed", o->seed, "seed of data, model and sampling")->capture_default_str();
   sub->add_option("--steps", o->sft_steps, "SFT updates")->capture_default_str();
   sub->add_option("--rl-steps", o->rl_steps, "GRPO steps")->capture_default_str();
   sub->add_option("--rl-prompts", o->rl_prompts_per_step, "GRPO groups per step")->capture_default_str();
   sub->add_option("--rl-samples", o->rl_samples_per_prompt, "GRPO group size (K)")->capture_default_str();
-  sub->add_option("--max-new-tokens", o->max_new_tokens, "tokens per answer (evaluation and RL)")->capture_default_str();
-  sub->add_option("--train-tasks", o->train_tasks, "synthesized training tasks (verified pairs)")->capture_default_str();
+  sub->add_option("--max-new-tokens", o->max_new_tokens, "tokens per answer (evaluation and RL)")
+      ->capture_default_str();
+  sub->add_option("--train-tasks", o->train_tasks, "synthesized training tasks (verified pairs)")
+      ->capture_default_str();
   sub->add_option("--heldout-tasks", o->heldout_tasks, "held-out tasks")->capture_default_str();
-  sub->add_option("--samples", o->samples, "samples per held-out task (the k of Pass@k)")->capture_default_str();
-  sub->add_option("--temperature", o->temperature, "sampling temperature (evaluation and RL)")->capture_default_str();
+  sub->add_option("--samples", o->samples, "samples per held-out task (the k of Pass@k)")
+      ->capture_default_str();
+  sub->add_option("--temperature", o->temperature, "sampling temperature (evaluation and RL)")
+      ->capture_default_str();
   sub->add_option("--hidden-size", o->hidden_size, "model width (multiple of 64)")->capture_default_str();
   sub->add_option("--layers", o->layers, "model layers")->capture_default_str();
-  sub->add_option("--vocab-size", o->vocab_size, "BPE vocabulary trained on the corpus")->capture_default_str();
+  sub->add_option("--vocab-size", o->vocab_size, "BPE vocabulary trained on the corpus")
+      ->capture_default_str();
   sub->add_option("--verify-workers", o->verify_workers, "concurrent verifications")->capture_default_str();
-  sub->add_option("--build-cache", o->build_cache, "verifier build cache (default ~/.cache/mooreeval/builds)");
+  sub->add_option("--build-cache", o->build_cache,
+                  "verifier build cache (default ~/.cache/mooreeval/builds)");
   sub->add_flag("--no-progress", *no_progress, "no progress bars");
   return {sub, [o, no_progress] { return run_quickstart_command(*o, *no_progress); }};
 }

@@ -29,7 +29,8 @@ ProcessResult quickstart(const std::vector<std::string>& args) {
 }
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("musacoder-quickstart-test-" + name + "-" + std::to_string(getpid()));
+  const fs::path d =
+      fs::temp_directory_path() / ("musacoder-quickstart-test-" + name + "-" + std::to_string(getpid()));
   fs::remove_all(d);
   return d;
 }
@@ -37,13 +38,15 @@ fs::path fresh_dir(const std::string& name) {
 TEST(Quickstart, ShortRunWritesEveryOutputAndFailsLoudlyWhenSftDidNotHelp) {
   const fs::path out = fresh_dir("short");
   const ProcessResult r = quickstart({"--out", out.string(), "--train-tasks", "8", "--heldout-tasks", "2",
-                                      "--steps", "5", "--rl-steps", "1", "--samples", "2", "--rl-prompts", "2",
-                                      "--rl-samples", "2", "--max-new-tokens", "128"});
+                                      "--steps", "5", "--rl-steps", "1", "--samples", "2", "--rl-prompts",
+                                      "2", "--rl-samples", "2", "--max-new-tokens", "128"});
   const std::string log = r.stdout_text + r.stderr_text;
   ASSERT_EQ(r.exit_code, 1) << log;
-  EXPECT_NE(r.stderr_text.find("SFT did not help: held-out Pass@k 0.0% before SFT, 0.0% after"), std::string::npos) << log;
-  for (const char* stage : {"== data", "== model", "== eval before SFT", "== SFT", "== eval after SFT", "== RL",
-                            "== eval after RL", "before SFT", "after RL"})
+  EXPECT_NE(r.stderr_text.find("SFT did not help: held-out Pass@k 0.0% before SFT, 0.0% after"),
+            std::string::npos)
+      << log;
+  for (const char* stage : {"== data", "== model", "== eval before SFT", "== SFT", "== eval after SFT",
+                            "== RL", "== eval after RL", "before SFT", "after RL"})
     EXPECT_NE(r.stdout_text.find(stage), std::string::npos) << stage << "\n" << log;
 
   auto summary = nlohmann::json::parse(read_file(out / "summary.json").value());
