@@ -4,6 +4,8 @@
 // scored 0 with no positive advantage), resume == uninterrupted, and bad input failing clearly.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -246,20 +248,27 @@ TEST_F(Rl, ThreeStepsWithAllComponentsAndAHackScoredZero) {
   EXPECT_GT(m[0]["verdicts/format_error"].get<double>(), 0);
   for (const auto& s : m) EXPECT_TRUE(std::isfinite(s["loss"].get<double>()));
   int hacks = 0, passes = 0, repairs = 0;
-  for (const auto& s : jsonl(o.output_dir / "samples.jsonl")) {
+  // The hack's advantage per group: a passing sample's is above it. (Not "above 0": the speed part of the reward
+  // is measured, so on a loaded machine one pass can score below its group's mean.)
+  std::map<std::string, double> hack_advantage;
+  const auto samples = jsonl(o.output_dir / "samples.jsonl");
+  const auto group_of = [](const nlohmann::json& s) { return s["step"].dump() + "/" + s["group"].dump(); };
+  for (const auto& s : samples) {
     repairs += s["retry"].get<bool>();
-    if (s["task"] != "activation/relu") continue;
+    if (s["task"] != "activation/relu" || s["sample"] != 1) continue;
     const auto& t0 = s["turns"][0];
-    if (s["sample"] == 1) {
-      ++hacks;
-      EXPECT_NE(t0["verdict"], "ok");
-      EXPECT_EQ(t0["score"].get<double>(), 0.0);
-      EXPECT_LE(t0["advantage"].get<double>(), 0.0);
-    } else {
-      passes += t0["verdict"] == "ok";
-      if (t0["verdict"] == "ok") {
-        EXPECT_GT(t0["advantage"].get<double>(), 0.0);
-      }
+    ++hacks;
+    EXPECT_NE(t0["verdict"], "ok");
+    EXPECT_EQ(t0["score"].get<double>(), 0.0);
+    EXPECT_LE(t0["advantage"].get<double>(), 0.0);
+    hack_advantage[group_of(s)] = t0["advantage"].get<double>();
+  }
+  for (const auto& s : samples) {
+    if (s["task"] != "activation/relu" || s["sample"] == 1) continue;
+    const auto& t0 = s["turns"][0];
+    passes += t0["verdict"] == "ok";
+    if (t0["verdict"] == "ok" && hack_advantage.contains(group_of(s))) {
+      EXPECT_GT(t0["advantage"].get<double>(), hack_advantage[group_of(s)]) << s.dump();
     }
   }
   EXPECT_EQ(hacks, 3);
