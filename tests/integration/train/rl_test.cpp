@@ -4,15 +4,14 @@
 // scored 0 with no positive advantage), resume == uninterrupted, and bad input failing clearly.
 #include <gtest/gtest.h>
 
-#include <map>
-
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/files.h"
-#include "process/subprocess.h"
 #include "model/checkpoint.h"
+#include "process/subprocess.h"
 #include "support/python_reference.h"
 #include "train/common/train_state.h"
 #include "train/rl/credit.h"
@@ -58,7 +57,8 @@ class Rl : public ::testing::Test {
     fs::path dir = tmp_->path() / "tasks";
     for (const auto& id : ids) {
       fs::create_directories((dir / id).parent_path());
-      for (const char* ext : {".py", ".json"}) fs::copy_file(kSource / "tasks" / (id + ext), dir / (id + ext));
+      for (const char* ext : {".py", ".json"})
+        fs::copy_file(kSource / "tasks" / (id + ext), dir / (id + ext));
     }
     return dir;
   }
@@ -92,7 +92,8 @@ std::vector<nlohmann::json> jsonl(const fs::path& file) {
   return out;
 }
 
-// --- PrimeEcho masks ----------------------------------------------------------------------------------------
+// --- PrimeEcho masks
+// ----------------------------------------------------------------------------------------
 
 Trajectory three_turns() {
   Trajectory t;
@@ -134,14 +135,16 @@ TEST(RlCredit, PrimeEchoMasksTokenByTokenOnAThreeTurnSample) {
   const std::vector<int> turn = {-1, -1, -1, -1, -1, 0, 0, 0, -1, -1, -1, -1, 1, 1, -1, -1, -1, 2, 2, 2, 2};
   for (std::size_t p = 0; p < turn.size(); ++p) {
     EXPECT_EQ((*c)[0].turn_of_token[p], turn[p]) << "token " << p;
-    EXPECT_EQ((*c)[0].mask[p], turn[p] >= 0 ? 1 : 0) << "token " << p;  // feedback/prompt tokens: never trained
+    EXPECT_EQ((*c)[0].mask[p], turn[p] >= 0 ? 1 : 0)
+        << "token " << p;  // feedback/prompt tokens: never trained
     EXPECT_NEAR((*c)[0].advantage[p], turn[p] == 0 ? a0 : 0.0, 1e-5) << "token " << p;
   }
   EXPECT_NEAR((*c)[1].advantage[6], -a0, 1e-5);
   o.echo.mode = ::musacoder::rl::PrimeEchoMode::kPaper;  // gradient on the first response only
   auto paper = assign_credit({a, b}, 2, o);
   ASSERT_TRUE(paper.ok());
-  for (std::size_t p = 0; p < turn.size(); ++p) EXPECT_EQ((*paper)[0].mask[p], turn[p] == 0 ? 1 : 0) << "token " << p;
+  for (std::size_t p = 0; p < turn.size(); ++p)
+    EXPECT_EQ((*paper)[0].mask[p], turn[p] == 0 ? 1 : 0) << "token " << p;
   a.dropped = true;  // an infra_error trajectory leaves the group: b alone has no baseline
   auto dropped = assign_credit({a, b}, 2, {});
   ASSERT_TRUE(dropped.ok());
@@ -149,7 +152,8 @@ TEST(RlCredit, PrimeEchoMasksTokenByTokenOnAThreeTurnSample) {
   for (uint8_t m : (*dropped)[0].mask) EXPECT_EQ(m, 0);
 }
 
-// --- loss and gradients vs torch ----------------------------------------------------------------------------
+// --- loss and gradients vs torch
+// ----------------------------------------------------------------------------
 
 TEST_F(Rl, OneUpdateLossAndGradientsEqualTorchReference) {
   model::ModelOptions mo;
@@ -169,7 +173,8 @@ TEST_F(Rl, OneUpdateLossAndGradientsEqualTorchReference) {
   }
   TokenBatch batch = make_token_batch(rows, torch::kCPU);
   RowValues old = score_rows(policy, fwd, batch, 5), ref = old;
-  for (std::size_t r = 0; r < old.size(); ++r) {  // behaviour and reference policies differ from the current one
+  for (std::size_t r = 0; r < old.size();
+       ++r) {  // behaviour and reference policies differ from the current one
     for (std::size_t t = 0; t < old[r].size(); ++t) {
       old[r][t] += 0.3 * std::sin(static_cast<double>(7 * r + t));
       ref[r][t] -= 0.2 * std::cos(static_cast<double>(3 * r + t));
@@ -185,18 +190,24 @@ TEST_F(Rl, OneUpdateLossAndGradientsEqualTorchReference) {
   auto grid = [&](const std::vector<double>& v) {
     return torch::tensor(v, torch::kDouble).view({batch.rows, batch.cols});
   };
-  std::vector<double> mask(batch.mask.begin(), batch.mask.end()), targets(static_cast<std::size_t>(batch.rows * batch.cols), 0);
+  std::vector<double> mask(batch.mask.begin(), batch.mask.end()),
+      targets(static_cast<std::size_t>(batch.rows * batch.cols), 0);
   for (std::size_t r = 0; r < rows.size(); ++r) {
-    for (std::size_t t = 0; t + 1 < rows[r].ids.size(); ++t) targets[r * static_cast<std::size_t>(batch.cols) + t] = rows[r].ids[t + 1];
+    for (std::size_t t = 0; t + 1 < rows[r].ids.size(); ++t)
+      targets[r * static_cast<std::size_t>(batch.cols) + t] = rows[r].ids[t + 1];
   }
   const fs::path in = tmp_->path() / "batch.safetensors", out = tmp_->path() / "ref.safetensors";
-  ASSERT_TRUE(save_tensors(in, {{"input_ids", batch.input_ids}, {"targets", grid(targets).to(torch::kLong)},
-                                {"mask", grid(mask)}, {"advantage", grid(batch.advantage)},
-                                {"old_logp", grid(to_grid(old, batch))}, {"ref_logp", grid(to_grid(ref, batch))},
-                                {"hyper", torch::tensor({0.2, 0.28, 0.04}, torch::kDouble)}}).ok());
+  ASSERT_TRUE(save_tensors(in, {{"input_ids", batch.input_ids},
+                                {"targets", grid(targets).to(torch::kLong)},
+                                {"mask", grid(mask)},
+                                {"advantage", grid(batch.advantage)},
+                                {"old_logp", grid(to_grid(old, batch))},
+                                {"ref_logp", grid(to_grid(ref, batch))},
+                                {"hyper", torch::tensor({0.2, 0.28, 0.04}, torch::kDouble)}})
+                  .ok());
   ProcessOptions po;
-  po.argv = {"python3", kScript.string(), "loss", "--model", (ref_ / "model").string(), "--batch", in.string(),
-             "--out", out.string()};
+  po.argv = {"python3", kScript.string(), "loss",  "--model",   (ref_ / "model").string(),
+             "--batch", in.string(),      "--out", out.string()};
   po.deadline = std::chrono::seconds(300);
   po.env_set = {{"TRANSFORMERS_VERBOSITY", "error"}, {"OMP_NUM_THREADS", "1"}};
   auto pr = run_process(po);
@@ -214,7 +225,8 @@ TEST_F(Rl, OneUpdateLossAndGradientsEqualTorchReference) {
   EXPECT_GT(compared, 10);
 }
 
-// --- the full loop ------------------------------------------------------------------------------------------
+// --- the full loop
+// ------------------------------------------------------------------------------------------
 
 TEST_F(Rl, ThreeStepsWithAllComponentsAndAHackScoredZero) {
   RlOptions o = options(tmp_->path() / "run", tasks({"activation/relu", "activation/sigmoid"}));
@@ -223,10 +235,12 @@ TEST_F(Rl, ThreeStepsWithAllComponentsAndAHackScoredZero) {
   o.enable_bdr = true;
   o.bdr_retry_every = 2;
   // relu: sample 1 is a torch fallback; samples 0 and 2 answer correctly at once, and sample 3 too at step 1
-  // (group pass rate 0.75 with a mirror equal to the policy: learned, so MirrorPop skips); sigmoid always fails.
+  // (group pass rate 0.75 with a mirror equal to the policy: learned, so MirrorPop skips); sigmoid always
+  // fails.
   RlHooks hooks;
   const std::string good = solution_with("", "");
-  hooks.inject = [&](const std::string& task, int64_t step, int sample, int turn) -> std::optional<std::string> {
+  hooks.inject = [&](const std::string& task, int64_t step, int sample,
+                     int turn) -> std::optional<std::string> {
     if (task != "activation/relu" || turn != 0) return std::nullopt;
     if (sample == 3 && step > 0) return std::nullopt;
     return sample == 1 ? std::string(kHack) : good;
@@ -236,20 +250,20 @@ TEST_F(Rl, ThreeStepsWithAllComponentsAndAHackScoredZero) {
   EXPECT_EQ(r->steps, 3);
   auto m = jsonl(o.output_dir / "metrics.jsonl");
   ASSERT_EQ(m.size(), 3u);
-  EXPECT_GT(m[0]["mirrorpop/learned"].get<double>(), 0);   // quiet divergence + group pass rate 0.75
-  EXPECT_GT(m[0]["mirrorpop/skipped"].get<double>(), 0);   // the learned-share ceiling drops them
+  EXPECT_GT(m[0]["mirrorpop/learned"].get<double>(), 0);  // quiet divergence + group pass rate 0.75
+  EXPECT_GT(m[0]["mirrorpop/skipped"].get<double>(), 0);  // the learned-share ceiling drops them
   EXPECT_GT(m[2]["mirrorpop/compute_saved"].get<double>(), 0);
-  EXPECT_GT(m[1]["rows/trained"].get<double>(), 0);        // pass rate 0.5: not learned, trained
+  EXPECT_GT(m[1]["rows/trained"].get<double>(), 0);  // pass rate 0.5: not learned, trained
   EXPECT_GT(m[2]["mirrorpop/samples_seen"].get<double>(), m[0]["mirrorpop/samples_seen"].get<double>());
-  EXPECT_GE(m[0]["bdr/buffer_size"].get<double>(), 1);     // sigmoid: every sample failed
-  EXPECT_GE(m[2]["bdr/retries"].get<double>(), 1);         // re-sampled as a repair task at step 3
+  EXPECT_GE(m[0]["bdr/buffer_size"].get<double>(), 1);  // sigmoid: every sample failed
+  EXPECT_GE(m[2]["bdr/retries"].get<double>(), 1);      // re-sampled as a repair task at step 3
   EXPECT_GT(m[0]["pass_rate/first_turn"].get<double>(), 0);
   EXPECT_GT(m[0]["verdicts/ok"].get<double>(), 0);
   EXPECT_GT(m[0]["verdicts/format_error"].get<double>(), 0);
   for (const auto& s : m) EXPECT_TRUE(std::isfinite(s["loss"].get<double>()));
   int hacks = 0, passes = 0, repairs = 0;
-  // The hack's advantage per group: a passing sample's is above it. (Not "above 0": the speed part of the reward
-  // is measured, so on a loaded machine one pass can score below its group's mean.)
+  // The hack's advantage per group: a passing sample's is above it. (Not "above 0": the speed part of the
+  // reward is measured, so on a loaded machine one pass can score below its group's mean.)
   std::map<std::string, double> hack_advantage;
   const auto samples = jsonl(o.output_dir / "samples.jsonl");
   const auto group_of = [](const nlohmann::json& s) { return s["step"].dump() + "/" + s["group"].dump(); };
@@ -302,10 +316,12 @@ TEST_F(Rl, ResumeEqualsUninterrupted) {
   auto ma = jsonl(a.output_dir / "metrics.jsonl"), mb = jsonl(b.output_dir / "metrics.jsonl");
   ASSERT_EQ(ma.size(), 2u);
   ASSERT_EQ(mb.size(), 2u);
-  EXPECT_GT(ma[0]["rows/trained"].get<double>(), 0);  // the group had signal: the update really moved the policy
+  EXPECT_GT(ma[0]["rows/trained"].get<double>(),
+            0);  // the group had signal: the update really moved the policy
   EXPECT_EQ(ma[1]["loss"], mb[1]["loss"]);
   EXPECT_EQ(ma[1]["mirrorpop/samples_seen"], mb[1]["mirrorpop/samples_seen"]);
-  auto wa = load_tensors(a.output_dir / "model.safetensors"), wb = load_tensors(b.output_dir / "model.safetensors");
+  auto wa = load_tensors(a.output_dir / "model.safetensors"),
+       wb = load_tensors(b.output_dir / "model.safetensors");
   auto w0 = load_tensors(ref_ / "model" / "model.safetensors");
   ASSERT_TRUE(wa.ok() && wb.ok() && w0.ok());
   double moved = 0;
@@ -316,14 +332,16 @@ TEST_F(Rl, ResumeEqualsUninterrupted) {
   EXPECT_GT(moved, 0.0);
 }
 
-// --- bad input ----------------------------------------------------------------------------------------------
+// --- bad input
+// ----------------------------------------------------------------------------------------------
 
 TEST_F(Rl, BadInputFailsClearly) {
   fs::create_directories(tmp_->path() / "empty");
   RlOptions o = options(tmp_->path() / "x", tmp_->path() / "empty");
   auto r = run_rl(o);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("holds no KernelBench task"), std::string::npos) << r.status().to_string();
+  EXPECT_NE(r.status().message().find("holds no KernelBench task"), std::string::npos)
+      << r.status().to_string();
 
   o = options(tmp_->path() / "y", tasks({"activation/relu"}));
   o.base_checkpoint = ref_ / "base_no_chat";
