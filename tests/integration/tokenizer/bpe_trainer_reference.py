@@ -16,23 +16,16 @@ import os
 import sys
 
 try:
-    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+    from tokenizers import Tokenizer, pre_tokenizers, trainers
+    from tokenizer_reference import qwen2_byte_level_bpe
 except ImportError as e:
     print(f"the `tokenizers` Python package is missing ({e}); pip install tokenizers", file=sys.stderr)
     sys.exit(77)
 
-QWEN2_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
-                 r"\s*[\r\n]+|\s+(?!\S)|\s+")
-
 
 def hf_train(cfg):
     """The shape of sft_reference.py's build_tokenizer."""
-    tok = Tokenizer(models.BPE())
-    tok.normalizer = normalizers.NFC()
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(QWEN2_PATTERN), behavior="isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
-    tok.decoder = decoders.ByteLevel()
+    tok = qwen2_byte_level_bpe()
     trainer = trainers.BpeTrainer(vocab_size=cfg["vocab_size"], min_frequency=cfg["min_frequency"],
                                   special_tokens=cfg["special_tokens"], show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())

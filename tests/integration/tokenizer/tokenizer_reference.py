@@ -105,14 +105,21 @@ def corpus(n, seed, specials):
     return out
 
 
-def build_tokenizer(path):
-    """A byte-level BPE with Qwen2's pre-tokenizer, trained on a generated corpus."""
+def qwen2_byte_level_bpe():
+    """An untrained byte-level BPE with Qwen2's pipeline: NFC, the Split regex, ByteLevel (also the BPE trainer
+    test's reference, bpe_trainer_reference.py)."""
     tok = Tokenizer(models.BPE())
     tok.normalizer = normalizers.NFC()
     tok.pre_tokenizer = pre_tokenizers.Sequence([
         pre_tokenizers.Split(Regex(QWEN2_PATTERN), behavior="isolated"),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     tok.decoder = decoders.ByteLevel()
+    return tok
+
+
+def build_tokenizer(path):
+    """A byte-level BPE with Qwen2's pre-tokenizer, trained on a generated corpus."""
+    tok = qwen2_byte_level_bpe()
     trainer = trainers.BpeTrainer(vocab_size=3000, special_tokens=CHATML_SPECIAL, show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator(corpus(3000, 99, CHATML_SPECIAL), trainer=trainer)
