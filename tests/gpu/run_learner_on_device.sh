@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine: builds the learner (Release, perf on) against the carried -dev packages and runs
+# the GPU steps named in STEPS, in order, each within what is left of BUDGET_SECONDS (default 580):
+#   build-gpu-tests  model_gpu_tests engine_gpu_tests deltanet_kernels_bench
+#   gpu-tests        those two test programs (Qwen3.5/delta rule/Qwen2 parity, paged decode kernel, engine)
+#                    in the background while build-rest builds the rest (needs build-gpu-tests first)
+#   build-rest       musacoder mooreeval train_gpu_tests engine_throughput sft_throughput_bench
+#   train            train_gpu_tests (train-sft bf16 on CUDA against the CPU run)
+#   deltanet         perf/deltanet_kernels (ours vs transformers' torch fallback)
+#   enginebench      perf/engine_throughput (ours vs transformers generate; ENGINE_BATCHES)
+#   sftbench         perf/sft_throughput (ours vs an eager transformers loop)
+#   quickstart       musacoder quickstart --backend cuda (QUICKSTART_ARGS)
+# Usage there: source .devdeps/unpack && STEPS="build-gpu-tests gpu-tests build-rest train" bash tests/gpu/run_learner_on_device.sh
+# A later call on the same warm machine reuses build-gpu (configure is skipped when build.ninja exists).
+set -uo pipefail
+OUT="${OUT:-/tmp/learner-gpu-out}"
+BUILD="${BUILD_DIR:-build-gpu}"
+STEPS="${STEPS:-build-gpu-tests gpu-tests build-rest train}"
+mkdir -p "$OUT"
+export PATH="$PATH:/opt/devdeps/usr/bin"
+left() { echo $((${BUDGET_SECONDS:-580} - SECONDS)); }
+
+build() {
+  if [ ! -f "$BUILD/build.ninja" ]; then
+    cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMUSACODER_WERROR=OFF -DMUSACODER_BUILD_PERF=ON \
+      >"$OUT/cmake.log" 2>&1 || { tail -30 "$OUT/cmake.log"; return 1; }
+    grep -E "CUDA kernels|NCCL|engine" "$OUT/cmake.log" | head
+  fi
+  timeout "$(left)" ninja -C "$BUILD" -k 0 -j"${JOBS:-16}" "$@" >>"$OUT/build.log" 2>&1
+  local rc=$?
+  echo "ninja $* exit $rc (t=${SECONDS}s)"
+  [ $rc = 0 ] || grep -E "error|FAILED" -A3 "$OUT/build.log" | head -60
+  return $rc
+}
+
+# run NAME TIMEOUT_CAP COMMAND...: output to $OUT/NAME.log, a summary on stdout
+run() {
+  local name=$1 cap=$2 t
+  shift 2
+  t=$(($(left) - 15))
+  [ "$t" -gt "$cap" ] && t=$cap
+  [ "$t" -gt 20 ] || { echo "skipped $name: no time left"; return; }
+  timeout "$t" "$@" >"$OUT/$name.log" 2>&1
+  echo "$name exit $? (t=${SECONDS}s)"
+  grep -E "GPU_RESULT|\[ +(OK|FAILED|SKIPPED) +\]|Failure|Which is|Expected|rror|x$|tokens/s|ratio" "$OUT/$name.log" | head -40
+}
+
+gpu_tests() {
+  run model_gpu 240 "$BUILD"/tests/gpu/model/model_gpu_tests
+  run engine_gpu 240 "$BUILD"/tests/gpu/engine/engine_gpu_tests
+}
+
+nvidia-smi -L
+python3 -c 'import torch, transformers; print("torch", torch.__version__, "cuda", torch.version.cuda, "transformers", transformers.__version__)'
+bg=""
+for step in $STEPS; do
+  echo "== $step (t=${SECONDS}s)"
+  case "$step" in
+    build-gpu-tests) build model_gpu_tests engine_gpu_tests deltanet_kernels_bench ;;
+    gpu-tests) gpu_tests >"$OUT/gpu_tests.summary" 2>&1 &
+      bg=$! ;;
+    build-rest) JOBS=14 build musacoder mooreeval train_gpu_tests engine_throughput sft_throughput_bench ;;
+    train) run train_gpu 300 "$BUILD"/tests/gpu/train/train_gpu_tests ;;
+    deltanet) run deltanet 200 "$BUILD"/perf/deltanet_kernels/deltanet_kernels_bench --seq 4096 --iters 10 ;;
+    enginebench) run enginebench 420 python3 perf/engine_throughput/run.py --batch-sizes "${ENGINE_BATCHES:-1,16,64,256}" \
+      --engine "$BUILD"/perf/engine_throughput/engine_throughput --json "$OUT/engine_bench.json"
+      tail -15 "$OUT/enginebench.log" ;;
+    sftbench) run sftbench 420 bash perf/sft_throughput/run_sft_throughput.sh "$BUILD" ${SFT_ARGS:-}
+      tail -8 "$OUT/sftbench.log" ;;
+    quickstart) run quickstart 560 "$BUILD"/tools/musacoder/musacoder quickstart --backend cuda --out "$OUT/quickstart" \
+      --overwrite --no-progress ${QUICKSTART_ARGS:-}
+      tail -30 "$OUT/quickstart.log" ;;
+    *) echo "unknown step $step" ;;
+  esac
+done
+if [ -n "$bg" ]; then
+  wait "$bg"
+  cat "$OUT/gpu_tests.summary"
+fi
+echo "done at t=${SECONDS}s"
