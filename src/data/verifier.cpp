@@ -1,6 +1,8 @@
 // The adapter onto the verifier's front door (mooreeval/mooreeval.h).
 #include "data/verifier.h"
 
+#include <cstdlib>
+
 #include "mooreeval/mooreeval.h"
 
 namespace musacoder::data {
@@ -8,18 +10,23 @@ namespace {
 
 class MooreEvalVerifier : public Verifier {
  public:
-  explicit MooreEvalVerifier(std::unique_ptr<mooreeval::Evaluator> evaluator) : evaluator_(std::move(evaluator)) {}
+  explicit MooreEvalVerifier(std::unique_ptr<mooreeval::Evaluator> evaluator)
+      : evaluator_(std::move(evaluator)) {}
 
-  std::vector<nlohmann::json> verify(const std::vector<VerifyJob>& jobs,
-                                     const std::function<void(std::size_t, const nlohmann::json&)>& on_done) override {
+  std::vector<nlohmann::json> verify(
+      const std::vector<VerifyJob>& jobs,
+      const std::function<void(std::size_t, const nlohmann::json&)>& on_done) override {
     std::vector<mooreeval::Submission> batch;
     std::vector<std::size_t> where;  // batch index -> job index
     std::vector<nlohmann::json> out(jobs.size());
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       auto task = mooreeval::load_task(jobs[i].task_path, jobs[i].task_id);
       if (!task.ok()) {
-        out[i] = {{"schema", "mooreeval.verdict/1"}, {"task", jobs[i].task_id}, {"verdict", "infra_error"},
-                  {"message", task.status().message()}, {"stage", "task"}};
+        out[i] = {{"schema", "mooreeval.verdict/1"},
+                  {"task", jobs[i].task_id},
+                  {"verdict", "infra_error"},
+                  {"message", task.status().message()},
+                  {"stage", "task"}};
         if (on_done) on_done(i, out[i]);
         continue;
       }
@@ -40,6 +47,11 @@ class MooreEvalVerifier : public Verifier {
 };
 
 }  // namespace
+
+std::filesystem::path default_build_cache() {
+  const char* home = std::getenv("HOME");
+  return home && *home ? std::filesystem::path(home) / ".cache/mooreeval/builds" : std::filesystem::path();
+}
 
 Result<std::unique_ptr<Verifier>> Verifier::create(const VerifierSettings& s) {
   mooreeval::Options o;

@@ -19,29 +19,34 @@
 namespace musacoder::data {
 
 struct VerifierSettings {
-  std::string backend = "cpu";                  // cpu | cuda | musa
-  int workers = 2;                              // concurrent evaluations
-  int run_slots = 1;                            // candidates on the device at once
-  int warmup_iters = 10;                        // benchmark warm-up calls
-  int benchmark_iters = 50;                     // timed calls
-  std::chrono::seconds max_build{120};          // per candidate, all extensions
-  std::chrono::seconds max_run{60};             // per runner process
-  std::optional<uint64_t> seed;                 // trial seeds' base (fresh when unset)
-  int cpu_threads = 0;                          // torch intra-op threads in runners (0: default)
-  std::filesystem::path runner_dir;             // holds mooreeval_runner/ (empty: located)
-  std::filesystem::path cache_dir;              // build cache (empty: none)
-  std::filesystem::path work_root;              // temp dirs (empty: system temp)
-  std::string python = "python3";               // interpreter with torch
-  std::string sandbox = "auto";                 // on | off | auto
+  std::string backend = "cpu";          // cpu | cuda | musa
+  int workers = 2;                      // concurrent evaluations
+  int run_slots = 1;                    // candidates on the device at once
+  int warmup_iters = 10;                // benchmark warm-up calls
+  int benchmark_iters = 50;             // timed calls
+  std::chrono::seconds max_build{120};  // per candidate, all extensions
+  std::chrono::seconds max_run{60};     // per runner process
+  std::optional<uint64_t> seed;         // trial seeds' base (fresh when unset)
+  int cpu_threads = 0;                  // torch intra-op threads in runners (0: default)
+  std::filesystem::path runner_dir;     // holds mooreeval_runner/ (empty: located)
+  std::filesystem::path cache_dir;      // build cache (empty: none)
+  std::filesystem::path work_root;      // temp dirs (empty: system temp)
+  std::string python = "python3";       // interpreter with torch
+  std::string sandbox = "auto";         // on | off | auto
   // auto | lean | full (docs/build.md). lean: a source the lean headers cannot compile is a compile_error
-  // without the 30-60 s full build (faster, but stricter than load_inline: for runs that trade that for speed).
+  // without the 30-60 s full build (faster, but stricter than load_inline: for runs that trade that for
+  // speed).
   std::string build_path = "auto";
 };
 
+// The build cache every musacoder command shares with `mooreeval` by default: ~/.cache/mooreeval/builds
+// (empty when HOME is unset: no cache).
+std::filesystem::path default_build_cache();
+
 // One submission to verify against one task file.
 struct VerifyJob {
-  std::string task_id;             // "fusion/p00012"
-  std::filesystem::path task_path; // the task's .py (its sidecar next to it)
+  std::string task_id;               // "fusion/p00012"
+  std::filesystem::path task_path;   // the task's .py (its sidecar next to it)
   std::filesystem::path submission;  // file holding the submission (Python module or response)
 };
 
@@ -54,8 +59,9 @@ class Verifier {
 
   // Verifies every job, `settings.workers` at a time; `on_done(index, verdict)` is called
   // (serialised) as each finishes. A task file that does not load gets an infra_error verdict.
-  virtual std::vector<nlohmann::json> verify(const std::vector<VerifyJob>& jobs,
-                                             const std::function<void(std::size_t, const nlohmann::json&)>& on_done) = 0;
+  virtual std::vector<nlohmann::json> verify(
+      const std::vector<VerifyJob>& jobs,
+      const std::function<void(std::size_t, const nlohmann::json&)>& on_done) = 0;
 
   // The verifier's version as recorded with every pair: the verdict schema and the toolchain.
   virtual std::string version() const = 0;

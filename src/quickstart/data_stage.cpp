@@ -1,9 +1,7 @@
 // The quickstart's data: verified (task -> kernel) pairs for SFT and RL, and a held-out split drawn with the
 // training tasks as the decontamination suite, then checked again task by task.
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 
+#include "core/files.h"
 #include "data/decontaminate.h"
 #include "data/synth.h"
 #include "data/teacher.h"
@@ -12,6 +10,11 @@
 
 namespace musacoder::quickstart {
 namespace fs = std::filesystem;
+
+fs::path build_cache(const QuickstartOptions& o) {
+  return o.build_cache.empty() ? data::default_build_cache() : o.build_cache;
+}
+
 namespace {
 
 data::SynthOptions synth_options(const QuickstartOptions& o, const fs::path& out, uint64_t seed, int count) {
@@ -28,10 +31,7 @@ data::SynthOptions synth_options(const QuickstartOptions& o, const fs::path& out
   v.backend = o.backend;
   v.workers = o.verify_workers;
   v.seed = data::mix_seed(seed, 0x5eed);
-  v.cache_dir = o.build_cache;
-  if (v.cache_dir.empty())
-    if (const char* home = std::getenv("HOME"); home && *home)
-      v.cache_dir = fs::path(home) / ".cache/mooreeval/builds";
+  v.cache_dir = build_cache(o);
   return s;
 }
 
@@ -42,10 +42,9 @@ Result<int> count_overlaps(const fs::path& train_tasks, const fs::path& heldout_
   int overlaps = 0;
   for (const auto& e : fs::recursive_directory_iterator(heldout_tasks)) {
     if (e.path().extension() != ".py") continue;
-    std::ifstream in(e.path());
-    std::stringstream text;
-    text << in.rdbuf();
-    if (d->check(text.str())) ++overlaps;
+    auto text = read_file(e.path());
+    if (!text.ok()) return text.status();
+    if (d->check(*text)) ++overlaps;
   }
   return overlaps;
 }

@@ -1,7 +1,6 @@
 // Held-out evaluation of one checkpoint: the KernelBench harness (kernelbench::run_eval) with the built-in
 // engine and the in-process MooreEval scorer, first turn only, the quickstart's k samples per task.
 #include <chrono>
-#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "kernelbench/eval_run.h"
@@ -21,10 +20,7 @@ kernelbench::ScorerSettings scorer_settings(const QuickstartOptions& o, const fs
   s.verifier.benchmark_iters = 10;
   s.verifier.warmup_iters = 3;
   s.verifier.build_path = "lean";  // quickstart.h: a compile error costs no full build
-  s.verifier.cache_dir = o.build_cache;
-  if (s.verifier.cache_dir.empty())
-    if (const char* home = std::getenv("HOME"); home && *home)
-      s.verifier.cache_dir = fs::path(home) / ".cache/mooreeval/builds";
+  s.verifier.cache_dir = build_cache(o);
   s.scratch_dir = out / "scratch";
   return s;
 }
@@ -54,11 +50,11 @@ kernelbench::EvalOptions eval_options(const QuickstartOptions& o, const fs::path
   return e;
 }
 
+// overall[key].mean, or 0 when the report has none.
 double mean_of(const nlohmann::json& overall, const std::string& key) {
-  const auto* v = &overall;
-  if (!v->contains(key)) return 0;
-  v = &(*v)[key];
-  return v->is_object() && v->contains("mean") && (*v)["mean"].is_number() ? (*v)["mean"].get<double>() : 0.0;
+  const nlohmann::json* v = overall.contains(key) ? &overall[key] : nullptr;
+  return v && v->is_object() && v->contains("mean") && (*v)["mean"].is_number() ? (*v)["mean"].get<double>()
+                                                                                : 0.0;
 }
 
 }  // namespace

@@ -9,6 +9,9 @@
 
 namespace musacoder::quickstart {
 
+// --build-cache, else data::default_build_cache(): every stage's verifier shares it.
+std::filesystem::path build_cache(const QuickstartOptions& o);
+
 struct DataSets {
   std::filesystem::path train;    // synth out dir: tasks/ and sft.jsonl
   std::filesystem::path heldout;  // tasks-only synth out dir: tasks/

@@ -1,7 +1,6 @@
-// The two trainers as the quickstart runs them: SFT with a high constant learning rate (a model from scratch,
-// a few hundred updates), then GRPO with all four of the lesson's components on, rewards from MooreEval.
-#include <cstdlib>
-
+// The two trainers as the quickstart runs them: SFT with a high peak learning rate and a cosine decay (a
+// model from scratch, a few hundred updates), then GRPO with all four of the lesson's components on, rewards
+// from MooreEval.
 #include "quickstart/stages.h"
 #include "train/rl/trainer.h"
 #include "train/sft/trainer.h"
@@ -9,12 +8,6 @@
 namespace musacoder::quickstart {
 namespace fs = std::filesystem;
 namespace {
-
-fs::path build_cache(const QuickstartOptions& o) {
-  if (!o.build_cache.empty()) return o.build_cache;
-  const char* home = std::getenv("HOME");
-  return home && *home ? fs::path(home) / ".cache/mooreeval/builds" : fs::path();
-}
 
 train::sft::SftOptions sft_options(const QuickstartOptions& o, const fs::path& base, const fs::path& dataset,
                                    const fs::path& out) {

@@ -57,17 +57,19 @@ Status resolve(SynthFlags& f) {
   if (!v.seed) v.seed = data::mix_seed(f.o.seed, 0x5eed);
   v.runner_dir = f.runner_dir;
   if (!f.no_cache) {
-    if (!f.cache_dir.empty()) v.cache_dir = f.cache_dir;
-    else if (const char* home = std::getenv("HOME"); home && *home) v.cache_dir = std::filesystem::path(home) / ".cache/mooreeval/builds";
+    if (!f.cache_dir.empty())
+      v.cache_dir = f.cache_dir;
+    else
+      v.cache_dir = data::default_build_cache();
   }
   return Status::ok_status();
 }
 
 void print_report(const data::SynthReport& r, const SynthFlags& f) {
-  std::printf("programs %d (duplicates dropped %d, decontaminated %d), resumed %d, verified now %d\n", r.programs,
-              r.duplicates, r.contaminated, r.resumed, r.verified);
-  std::printf("kept %d, rejected %d, repairs %d; %.1f s, %.2f pairs/s -> %s/sft.jsonl\n", r.kept, r.rejected, r.repairs,
-              r.seconds, r.pairs_per_second, f.o.out_dir.c_str());
+  std::printf("programs %d (duplicates dropped %d, decontaminated %d), resumed %d, verified now %d\n",
+              r.programs, r.duplicates, r.contaminated, r.resumed, r.verified);
+  std::printf("kept %d, rejected %d, repairs %d; %.1f s, %.2f pairs/s -> %s/sft.jsonl\n", r.kept, r.rejected,
+              r.repairs, r.seconds, r.pairs_per_second, f.o.out_dir.c_str());
 }
 
 int run_synth(SynthFlags& f) {
@@ -95,34 +97,52 @@ Command add_synth_command(CLI::App& app) {
   auto f = std::make_shared<SynthFlags>();
   CLI::App* sub = app.add_subcommand("synth", "synthesize MooreEval-verified (task -> kernel) SFT pairs");
   auto& o = f->o;
-  sub->add_option("--out", o.out_dir, "output directory (tasks/, sft.jsonl, card; a rerun resumes)")->required();
+  sub->add_option("--out", o.out_dir, "output directory (tasks/, sft.jsonl, card; a rerun resumes)")
+      ->required();
   sub->add_option("--count", o.count, "programs (tasks) to synthesize")->capture_default_str();
-  sub->add_option("--seed", o.seed, "seed: the same seed gives the same programs, prompts and answers")->capture_default_str();
+  sub->add_option("--seed", o.seed, "seed: the same seed gives the same programs, prompts and answers")
+      ->capture_default_str();
   sub->add_option("--categories", o.grammar.categories, "categories to draw (default: all)")->delimiter(',');
-  sub->add_option("--dtypes", f->dtypes, "dtypes to draw: float32,float16,bfloat16 (default: 60/20/20)")->delimiter(',');
-  sub->add_option("--exclude-suite", o.exclude_suite, "benchmark checkout (e.g. KernelBench) to decontaminate against");
-  sub->add_option("--ngram-threshold", o.decontamination.ngram_threshold, "flag at this share of shared 8-grams")->capture_default_str();
-  sub->add_option("--backend", o.backend, "cpu | cuda: the kernels' target and the verifier's backend")->capture_default_str();
+  sub->add_option("--dtypes", f->dtypes, "dtypes to draw: float32,float16,bfloat16 (default: 60/20/20)")
+      ->delimiter(',');
+  sub->add_option("--exclude-suite", o.exclude_suite,
+                  "benchmark checkout (e.g. KernelBench) to decontaminate against");
+  sub->add_option("--ngram-threshold", o.decontamination.ngram_threshold,
+                  "flag at this share of shared 8-grams")
+      ->capture_default_str();
+  sub->add_option("--backend", o.backend, "cpu | cuda: the kernels' target and the verifier's backend")
+      ->capture_default_str();
   sub->add_option("--teacher", f->teacher, "rule | endpoint")->capture_default_str();
-  sub->add_option("--teacher-url", f->teacher_url, "OpenAI-compatible base URL, e.g. http://localhost:8000/v1");
+  sub->add_option("--teacher-url", f->teacher_url,
+                  "OpenAI-compatible base URL, e.g. http://localhost:8000/v1");
   sub->add_option("--teacher-model", f->teacher_model, "the endpoint's model name");
-  sub->add_option("--teacher-key-env", f->teacher_key_env, "environment variable holding the API key")->capture_default_str();
-  sub->add_option("--samples", o.samples, "answers per task (K); the best verified one is kept")->capture_default_str();
-  sub->add_option("--keep", f->keep, "ok | wrong (wrong: failures + verdict + a verified fix -> repair.jsonl)")->capture_default_str();
-  sub->add_flag("--stable-metadata", o.stable_metadata, "leave measured values (speedup, times) out of the outputs");
-  sub->add_flag("--tasks-only", f->tasks_only, "write the decontaminated task set only (no teacher, no verifier)");
+  sub->add_option("--teacher-key-env", f->teacher_key_env, "environment variable holding the API key")
+      ->capture_default_str();
+  sub->add_option("--samples", o.samples, "answers per task (K); the best verified one is kept")
+      ->capture_default_str();
+  sub->add_option("--keep", f->keep,
+                  "ok | wrong (wrong: failures + verdict + a verified fix -> repair.jsonl)")
+      ->capture_default_str();
+  sub->add_flag("--stable-metadata", o.stable_metadata,
+                "leave measured values (speedup, times) out of the outputs");
+  sub->add_flag("--tasks-only", f->tasks_only,
+                "write the decontaminated task set only (no teacher, no verifier)");
   sub->add_flag("!--no-progress", o.progress, "no progress bar");
   auto& v = o.verifier;
-  sub->add_option("--workers", v.workers, "concurrent verifications (and teacher requests)")->capture_default_str();
+  sub->add_option("--workers", v.workers, "concurrent verifications (and teacher requests)")
+      ->capture_default_str();
   sub->add_option("--run-slots", v.run_slots, "candidates on the device at once")->capture_default_str();
   sub->add_option("--warmup-iters", v.warmup_iters, "benchmark warm-up calls")->capture_default_str();
   sub->add_option("--benchmark-iters", v.benchmark_iters, "benchmark timed calls")->capture_default_str();
-  sub->add_option("--max-build-seconds", f->max_build_seconds, "build deadline per candidate")->capture_default_str();
+  sub->add_option("--max-build-seconds", f->max_build_seconds, "build deadline per candidate")
+      ->capture_default_str();
   sub->add_option("--max-run-seconds", f->max_run_seconds, "run deadline per runner")->capture_default_str();
-  sub->add_option("--cpu-threads", v.cpu_threads, "torch threads in runners (0: default)")->capture_default_str();
+  sub->add_option("--cpu-threads", v.cpu_threads, "torch threads in runners (0: default)")
+      ->capture_default_str();
   sub->add_option("--cache-dir", f->cache_dir, "build cache (default: ~/.cache/mooreeval/builds)");
   sub->add_flag("--no-cache", f->no_cache, "no build cache");
-  sub->add_option("--runner-dir", f->runner_dir, "directory holding mooreeval_runner/ (default: source tree)");
+  sub->add_option("--runner-dir", f->runner_dir,
+                  "directory holding mooreeval_runner/ (default: source tree)");
   sub->add_option("--python", v.python, "interpreter with torch")->capture_default_str();
   sub->add_option("--sandbox", v.sandbox, "on | off | auto")->capture_default_str();
   return {sub, [f] { return run_synth(*f); }};

@@ -1,5 +1,6 @@
 // musacoder train-sft: supervised fine-tuning (lesson stage 1) — flags → train::sft::SftOptions → run_sft.
-//   musacoder train-sft --base-model DIR --dataset FILE.jsonl --backend cuda|cpu|torch_musa --max-seq-len 8192
+//   musacoder train-sft --base-model DIR --dataset FILE.jsonl --backend cuda|cpu|torch_musa --max-seq-len
+//   8192
 //       --gradient-checkpointing --bf16 --num-train-epochs 2 --learning-rate 5e-6 --output-dir DIR [...]
 // --config FILE.toml sets any flag by its long name (`learning-rate = 5e-6`); flags on the command line win.
 // Several processes: `torchrun --no-python --nproc-per-node N musacoder train-sft ...` or --nproc-per-node N
@@ -66,19 +67,22 @@ int free_port() {
   return port;
 }
 
-// Starts `n` ranks of this program (argv without --nproc-per-node) with torchrun's variables; the first failure
-// stops the others. Returns the exit code of the run.
+// Starts `n` ranks of this program (argv without --nproc-per-node) with torchrun's variables; the first
+// failure stops the others. Returns the exit code of the run.
 int launch_ranks(const std::vector<std::string>& argv, int n) {
-  const std::string port = std::getenv("MASTER_PORT") ? std::getenv("MASTER_PORT") : std::to_string(free_port());
+  const std::string port =
+      std::getenv("MASTER_PORT") ? std::getenv("MASTER_PORT") : std::to_string(free_port());
   std::vector<pid_t> pids;
   for (int rank = 0; rank < n; ++rank) {
-    std::vector<std::string> env_s = {"RANK=" + std::to_string(rank), "LOCAL_RANK=" + std::to_string(rank),
-                                      "WORLD_SIZE=" + std::to_string(n), "LOCAL_WORLD_SIZE=" + std::to_string(n),
-                                      "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + port};
+    std::vector<std::string> env_s = {
+        "RANK=" + std::to_string(rank),    "LOCAL_RANK=" + std::to_string(rank),
+        "WORLD_SIZE=" + std::to_string(n), "LOCAL_WORLD_SIZE=" + std::to_string(n),
+        "MASTER_ADDR=127.0.0.1",           "MASTER_PORT=" + port};
     for (char** e = environ; *e != nullptr; ++e) {
       std::string v = *e;
       bool ours = false;
-      for (const char* k : {"RANK=", "LOCAL_RANK=", "WORLD_SIZE=", "LOCAL_WORLD_SIZE=", "MASTER_ADDR=", "MASTER_PORT="})
+      for (const char* k :
+           {"RANK=", "LOCAL_RANK=", "WORLD_SIZE=", "LOCAL_WORLD_SIZE=", "MASTER_ADDR=", "MASTER_PORT="})
         ours = ours || v.starts_with(k);
       if (!ours) env_s.push_back(v);
     }
@@ -140,14 +144,18 @@ void add_data_flags(CLI::App* s, TrainSftFlags& f) {
   s->add_option("--base-model", f.base_model, "Hugging Face model directory to start from")->required();
   s->add_option("--dataset", f.dataset, "training JSONL (chat messages or prompt/completion)")->required();
   s->add_option("--eval-dataset", f.eval_dataset, "evaluation JSONL");
-  s->add_option("--output-dir", f.output_dir, "run directory (checkpoints, metrics, final model)")->required();
+  s->add_option("--output-dir", f.output_dir, "run directory (checkpoints, metrics, final model)")
+      ->required();
   s->add_option("--resume-from", f.resume_from, "checkpoint-N directory or run directory to resume");
   s->add_flag("--overwrite", f.o.overwrite, "replace a run already in --output-dir");
   s->add_option("--max-seq-len", f.o.max_seq_len, "tokens per packed row")->capture_default_str();
   s->add_option("--per-device-batch-tokens", f.o.per_device_batch_tokens,
-                "tokens per micro-batch per device (rows = this / max-seq-len; 0 = one row)")->capture_default_str();
-  s->add_option("--loss-on", f.o.loss_on, "all-assistant | last-turn")->capture_default_str();
-  s->add_option("--too-long", f.o.too_long, "truncate | drop examples longer than --max-seq-len")->capture_default_str();
+                "tokens per micro-batch per device (rows = this / max-seq-len; 0 = one row)")
+      ->capture_default_str();
+  s->add_option("--loss-on", f.o.loss_on, "all-assistant | last-turn | all (every token, prompts included)")
+      ->capture_default_str();
+  s->add_option("--too-long", f.o.too_long, "truncate | drop examples longer than --max-seq-len")
+      ->capture_default_str();
   s->add_flag("--skip-bad-rows", f.o.skip_bad_rows, "skip (and count) malformed lines instead of failing");
   s->add_flag("!--no-packing", f.o.packing, "one example per row");
 }
@@ -157,8 +165,10 @@ void add_optim_flags(CLI::App* s, TrainSftFlags& f) {
   s->add_flag("--bf16", f.o.bf16, "bf16 parameters with fp32 master weights and AdamW state");
   s->add_flag("--gradient-checkpointing", f.o.gradient_checkpointing, "recompute each layer in backward");
   s->add_option("--num-train-epochs", f.o.num_train_epochs)->capture_default_str();
-  s->add_option("--max-steps", f.o.max_steps, "updates in the run (overrides epochs; 0 = from epochs)")->capture_default_str();
-  s->add_option("--stop-after-step", f.o.stop_after_step, "checkpoint and stop after this update, schedule unchanged");
+  s->add_option("--max-steps", f.o.max_steps, "updates in the run (overrides epochs; 0 = from epochs)")
+      ->capture_default_str();
+  s->add_option("--stop-after-step", f.o.stop_after_step,
+                "checkpoint and stop after this update, schedule unchanged");
   s->add_option("--gradient-accumulation-steps", f.o.gradient_accumulation_steps)->capture_default_str();
   s->add_option("--learning-rate", f.o.learning_rate)->capture_default_str();
   s->add_option("--lr-scheduler", f.o.lr_scheduler, "cosine | linear | constant")->capture_default_str();
@@ -173,19 +183,23 @@ void add_optim_flags(CLI::App* s, TrainSftFlags& f) {
   s->add_option("--lora-rank", f.o.lora_rank, "LoRA rank (0 = full fine-tuning)")->capture_default_str();
   s->add_option("--lora-alpha", f.o.lora_alpha)->capture_default_str();
   s->add_option("--lora-targets", f.o.lora_targets, "projections (q_proj ... down_proj, all-linear)")
-      ->delimiter(',')->capture_default_str();
+      ->delimiter(',')
+      ->capture_default_str();
   s->add_flag("--lora-merge", f.o.lora_merge, "also write the merged model to OUTPUT_DIR/merged");
 }
 
 void add_run_flags(CLI::App* s, TrainSftFlags& f) {
-  s->add_option("--nproc-per-node", f.nproc_per_node, "start this many ranks here (Gloo on CPU, NCCL on CUDA)")
+  s->add_option("--nproc-per-node", f.nproc_per_node,
+                "start this many ranks here (Gloo on CPU, NCCL on CUDA)")
       ->capture_default_str();
   s->add_option("--dist-backend", f.o.dist_backend, "auto | gloo | nccl")->capture_default_str();
   s->add_flag("!--no-zero1", f.o.zero1, "replicate optimizer state on every rank");
-  s->add_option("--save-steps", f.o.save_steps, "checkpoint every N updates (0 = at the end)")->capture_default_str();
+  s->add_option("--save-steps", f.o.save_steps, "checkpoint every N updates (0 = at the end)")
+      ->capture_default_str();
   s->add_option("--save-total-limit", f.o.save_total_limit, "keep the newest N checkpoints (0 = all)")
       ->capture_default_str();
-  s->add_option("--eval-steps", f.o.eval_steps, "evaluate every N updates (0 = at the end)")->capture_default_str();
+  s->add_option("--eval-steps", f.o.eval_steps, "evaluate every N updates (0 = at the end)")
+      ->capture_default_str();
   s->add_option("--logging-steps", f.o.logging_steps)->capture_default_str();
   s->add_flag("!--no-tensorboard", f.o.tensorboard, "no TensorBoard event files");
   s->add_flag("!--no-progress", f.o.progress_bar, "no progress output");
@@ -195,15 +209,18 @@ void add_run_flags(CLI::App* s, TrainSftFlags& f) {
 
 Command add_train_sft_command(CLI::App& app) {
   auto flags = std::make_shared<TrainSftFlags>();
-  CLI::App* sub = app.add_subcommand("train-sft", "supervised fine-tuning on chat JSONL (resumable, data parallel, LoRA)");
-  sub->add_option("--config", flags->config_file, "TOML file whose keys are flag names; command-line flags win");
+  CLI::App* sub = app.add_subcommand("train-sft",
+                                     "supervised fine-tuning on chat JSONL (resumable, data parallel, LoRA)");
+  sub->add_option("--config", flags->config_file,
+                  "TOML file whose keys are flag names; command-line flags win");
   add_data_flags(sub, *flags);
   add_optim_flags(sub, *flags);
   add_run_flags(sub, *flags);
   // A flag given twice (or in --config and on the command line) takes its last value.
   take_last_values(sub);
   return {sub, [flags, sub] {
-            return run_with_config("train-sft", sub, flags->config_file, [&] { return run_train_sft(*flags); });
+            return run_with_config("train-sft", sub, flags->config_file,
+                                   [&] { return run_train_sft(*flags); });
           }};
 }
 

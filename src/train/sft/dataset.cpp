@@ -10,7 +10,8 @@ namespace {
 using tokenizer::ChatMessage;
 using tokenizer::ChatTemplateOptions;
 
-constexpr const char* kQwenDefaultSystem = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
+constexpr const char* kQwenDefaultSystem =
+    "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
 
 Result<std::string> string_field(const nlohmann::json& obj, const char* key, const std::string& where) {
   auto it = obj.find(key);
@@ -20,7 +21,8 @@ Result<std::string> string_field(const nlohmann::json& obj, const char* key, con
 }
 
 Result<std::vector<ChatMessage>> parse_messages(const nlohmann::json& messages) {
-  if (!messages.is_array() || messages.empty()) return invalid_argument("\"messages\" must be a non-empty array");
+  if (!messages.is_array() || messages.empty())
+    return invalid_argument("\"messages\" must be a non-empty array");
   std::vector<ChatMessage> out;
   for (std::size_t i = 0; i < messages.size(); ++i) {
     const std::string where = "messages[" + std::to_string(i) + "]";
@@ -86,10 +88,13 @@ Result<SftExample> example_of_line(const std::string& line, const tokenizer::Tok
 Result<LossOn> parse_loss_on(std::string_view name) {
   if (name == "all-assistant") return LossOn::kAllAssistant;
   if (name == "last-turn") return LossOn::kLastTurn;
-  return invalid_argument("unknown --loss-on '" + std::string(name) + "' (all-assistant or last-turn)");
+  if (name == "all") return LossOn::kAll;
+  return invalid_argument("unknown --loss-on '" + std::string(name) + "' (all-assistant, last-turn or all)");
 }
 
-const char* loss_on_name(LossOn l) { return l == LossOn::kLastTurn ? "last-turn" : "all-assistant"; }
+const char* loss_on_name(LossOn l) {
+  return l == LossOn::kLastTurn ? "last-turn" : l == LossOn::kAll ? "all" : "all-assistant";
+}
 
 Result<TooLong> parse_too_long(std::string_view name) {
   if (name == "truncate") return TooLong::kTruncate;
@@ -97,7 +102,9 @@ Result<TooLong> parse_too_long(std::string_view name) {
   return invalid_argument("unknown too-long policy '" + std::string(name) + "' (truncate or drop)");
 }
 
-const char* too_long_name(TooLong t) { return t == TooLong::kDrop ? "drop" : "truncate"; }
+const char* too_long_name(TooLong t) {
+  return t == TooLong::kDrop ? "drop" : "truncate";
+}
 
 int64_t SftExample::trained_tokens() const {
   int64_t n = 0;
@@ -112,7 +119,8 @@ Result<ChatTemplateOptions> chat_template_for(const std::filesystem::path& model
   ChatTemplateOptions o;
   o.format = *format;
   auto config = read_file(model_dir / "tokenizer_config.json");
-  if (config.ok() && config->find(kQwenDefaultSystem) != std::string::npos) o.default_system = kQwenDefaultSystem;
+  if (config.ok() && config->find(kQwenDefaultSystem) != std::string::npos)
+    o.default_system = kQwenDefaultSystem;
   return o;
 }
 
@@ -141,7 +149,9 @@ Result<SftExample> encode_conversation(const std::vector<ChatMessage>& m, const 
                                        const ChatTemplateOptions& chat, LossOn loss_on) {
   std::size_t last = m.size();
   for (std::size_t i = 0; i < m.size(); ++i) last = m[i].role == "assistant" ? i : last;
-  if (last == m.size()) return invalid_argument("the conversation has no assistant turn (nothing to train on)");
+  if (last == m.size())
+    return invalid_argument("the conversation has no assistant turn (nothing to train on)");
+  const bool everything = loss_on == LossOn::kAll;
   SftExample ex;
   std::string done;  // the rendered text already encoded
   for (std::size_t i = 0; i < m.size(); ++i) {
@@ -156,15 +166,15 @@ Result<SftExample> encode_conversation(const std::vector<ChatMessage>& m, const 
     std::string answer = full->substr(prompt->size());
     std::size_t body = answer.find_last_not_of("\n");
     body = body == std::string::npos ? 0 : body + 1;
-    const bool trained = loss_on == LossOn::kAllAssistant || i == last;
-    MC_RETURN_IF_ERROR(append(ex, tok, std::string_view(*prompt).substr(done.size()), false));
+    const bool trained = loss_on != LossOn::kLastTurn || i == last;
+    MC_RETURN_IF_ERROR(append(ex, tok, std::string_view(*prompt).substr(done.size()), everything));
     MC_RETURN_IF_ERROR(append(ex, tok, std::string_view(answer).substr(0, body), trained));
-    MC_RETURN_IF_ERROR(append(ex, tok, std::string_view(answer).substr(body), false));
+    MC_RETURN_IF_ERROR(append(ex, tok, std::string_view(answer).substr(body), everything));
     done = *full;
   }
   auto all = render(m, m.size(), chat, /*generation_prompt=*/false);
   if (!all.ok()) return all.status();
-  MC_RETURN_IF_ERROR(append(ex, tok, std::string_view(*all).substr(done.size()), false));
+  MC_RETURN_IF_ERROR(append(ex, tok, std::string_view(*all).substr(done.size()), everything));
   if (ex.trained_tokens() == 0) return invalid_argument("the assistant turns render to no trainable tokens");
   return ex;
 }
@@ -187,7 +197,8 @@ Result<SftDataset> load_sft_dataset(const std::filesystem::path& path, const tok
                             " tokens for an empty user and assistant turn): no example could fit");
   }
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return not_found("dataset " + path.string() + " does not exist");
+  if (!std::filesystem::is_regular_file(path, ec))
+    return not_found("dataset " + path.string() + " does not exist");
   std::ifstream in(path);
   if (!in) return not_found("cannot open dataset " + path.string());
   SftDataset ds;
@@ -211,8 +222,9 @@ Result<SftDataset> load_sft_dataset(const std::filesystem::path& path, const tok
   ds.stats.examples = static_cast<int64_t>(ds.examples.size());
   if (ds.stats.lines == 0) return invalid_argument("dataset " + path.string() + " is empty");
   if (ds.examples.empty()) {
-    return invalid_argument("dataset " + path.string() + ": no example left (" + std::to_string(ds.stats.bad_rows) +
-                            " bad rows, " + std::to_string(ds.stats.dropped_too_long) + " too long for --max-seq-len " +
+    return invalid_argument("dataset " + path.string() + ": no example left (" +
+                            std::to_string(ds.stats.bad_rows) + " bad rows, " +
+                            std::to_string(ds.stats.dropped_too_long) + " too long for --max-seq-len " +
                             std::to_string(o.max_seq_len) + ")");
   }
   return ds;

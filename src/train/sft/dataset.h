@@ -9,7 +9,7 @@
 //   answer_i = render(messages[:i+1])[len(prompt_i):]   — trained: the content and the end-of-turn token
 // (trailing newlines of answer_i are not trained). Each piece is encoded on its own, which is exactly how the
 // model sees a conversation at generation time (the prompt ends at the assistant header).
-// --loss-on all-assistant trains every assistant turn, last-turn only the last one.
+// --loss-on all-assistant trains every assistant turn, last-turn only the last one, all every token.
 // Too-long examples (> max_seq_len tokens) are truncated to max_seq_len or dropped; a truncated example whose
 // trained tokens were all cut is dropped too. Both are counted.
 #pragma once
@@ -27,8 +27,10 @@
 
 namespace musacoder::train::sft {
 
-enum class LossOn { kAllAssistant, kLastTurn };
-Result<LossOn> parse_loss_on(std::string_view name);  // "all-assistant" | "last-turn"
+// all: every token of the conversation, prompts included (language-model training on the corpus, e.g. a model
+// trained from scratch that must first learn to read its prompts).
+enum class LossOn { kAllAssistant, kLastTurn, kAll };
+Result<LossOn> parse_loss_on(std::string_view name);  // "all-assistant" | "last-turn" | "all"
 const char* loss_on_name(LossOn l);
 
 enum class TooLong { kTruncate, kDrop };
@@ -37,9 +39,9 @@ const char* too_long_name(TooLong t);
 
 struct SftDataOptions {
   LossOn loss_on = LossOn::kAllAssistant;
-  int64_t max_seq_len = 8192;        // tokens per example (and per packed row)
+  int64_t max_seq_len = 8192;  // tokens per example (and per packed row)
   TooLong too_long = TooLong::kTruncate;
-  bool skip_bad_rows = false;        // false: the first malformed line fails the load, naming its line
+  bool skip_bad_rows = false;  // false: the first malformed line fails the load, naming its line
 };
 
 // One tokenized conversation. trained[t] = 1 when token t is a loss target (predicted from tokens < t).
@@ -58,7 +60,7 @@ struct SftDataStats {
   int64_t dropped_too_long = 0;  // dropped (too_long = drop, or nothing trainable left after truncation)
   int64_t tokens = 0;            // in kept examples
   int64_t trained_tokens = 0;
-  std::string first_bad_row;     // the first skipped row's message
+  std::string first_bad_row;  // the first skipped row's message
 };
 
 struct SftDataset {
@@ -66,8 +68,8 @@ struct SftDataset {
   SftDataStats stats;
 };
 
-// The chat template of a checkpoint directory: the format from the tokenizer's special tokens, and the default
-// system prompt of Qwen2/2.5 templates (found in tokenizer_config.json's chat_template).
+// The chat template of a checkpoint directory: the format from the tokenizer's special tokens, and the
+// default system prompt of Qwen2/2.5 templates (found in tokenizer_config.json's chat_template).
 Result<tokenizer::ChatTemplateOptions> chat_template_for(const std::filesystem::path& model_dir,
                                                          const tokenizer::Tokenizer& tok);
 
@@ -80,11 +82,13 @@ Result<SftExample> encode_conversation(const std::vector<tokenizer::ChatMessage>
                                        const tokenizer::ChatTemplateOptions& chat, LossOn loss_on);
 
 // Tokens of the smallest conversation (empty user turn, empty assistant turn): the template's overhead.
-Result<int64_t> template_overhead(const tokenizer::Tokenizer& tok, const tokenizer::ChatTemplateOptions& chat);
+Result<int64_t> template_overhead(const tokenizer::Tokenizer& tok,
+                                  const tokenizer::ChatTemplateOptions& chat);
 
 // Reads a JSONL file. Fails for a missing or empty file, a malformed line (unless skip_bad_rows: "FILE:LINE:
 // message"), max_seq_len not above the template overhead, or when no example is left.
 Result<SftDataset> load_sft_dataset(const std::filesystem::path& path, const tokenizer::Tokenizer& tok,
-                                    const tokenizer::ChatTemplateOptions& chat, const SftDataOptions& options);
+                                    const tokenizer::ChatTemplateOptions& chat,
+                                    const SftDataOptions& options);
 
 }  // namespace musacoder::train::sft

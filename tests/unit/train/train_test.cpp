@@ -1,5 +1,6 @@
 // Training core without libtorch: learning-rate schedules (formulas of schedule.h), TensorBoard records
-// (CRC-32C, framing), and the SFT data plan (deterministic shuffle, best-fit packing, step grouping).
+// (CRC-32C, framing), the SFT data plan (deterministic shuffle, best-fit packing, step grouping), and which
+// tokens each --loss-on mode trains.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,8 +10,10 @@
 #include <set>
 
 #include "core/files.h"
+#include "tokenizer/bpe_trainer.h"
 #include "train/common/schedule.h"
 #include "train/common/tensorboard.h"
+#include "train/sft/dataset.h"
 #include "train/sft/packing.h"
 
 namespace musacoder::train {
@@ -25,7 +28,7 @@ TEST(Schedule, WarmupThenCosineLinearConstant) {
   EXPECT_NEAR(learning_rate(o, 9), 0.55, 1e-12);
   EXPECT_NEAR(learning_rate(o, 14), 0.1, 1e-12);  // p = 1: the floor
   o.kind = LrSchedule::kLinear;
-  EXPECT_NEAR(learning_rate(o, 9), 0.5, 1e-12);  // 1 − 0.5
+  EXPECT_NEAR(learning_rate(o, 9), 0.5, 1e-12);   // 1 − 0.5
   EXPECT_NEAR(learning_rate(o, 20), 0.0, 1e-12);  // clamped past the end
   o.kind = LrSchedule::kConstant;
   EXPECT_DOUBLE_EQ(learning_rate(o, 9), 1.0);
@@ -116,3 +119,44 @@ TEST(SftPlan, StepsGroupMicroBatchesAndCountTrainedTokens) {
 
 }  // namespace
 }  // namespace musacoder::train
+
+namespace musacoder::train::sft {
+namespace {
+
+// Two user/assistant rounds under ChatML: last-turn trains the second answer, all-assistant both, all every
+// token.
+TEST(SftData, LossOnModesTrainTheirTokens) {
+  tokenizer::BpeTrainerOptions bo;
+  bo.vocab_size = 300;
+  auto json = tokenizer::train_bpe_tokenizer_json({"system user assistant first second question answer"}, bo);
+  ASSERT_TRUE(json.ok()) << json.status().to_string();
+  auto tok = tokenizer::Tokenizer::from_json_text(*json);
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  const std::vector<tokenizer::ChatMessage> m = {{"system", "system"},
+                                                 {"user", "first question"},
+                                                 {"assistant", "first answer"},
+                                                 {"user", "second question"},
+                                                 {"assistant", "second answer"}};
+  auto trained = [&](LossOn l) {
+    auto ex = encode_conversation(m, *tok, {}, l);
+    EXPECT_TRUE(ex.ok()) << ex.status().to_string();
+    return ex.ok() ? *ex : SftExample{};
+  };
+  const SftExample last = trained(LossOn::kLastTurn), assistant = trained(LossOn::kAllAssistant),
+                   all = trained(LossOn::kAll);
+  ASSERT_EQ(last.ids, all.ids);
+  ASSERT_EQ(assistant.ids, all.ids);
+  // each answer's tokens and its <|im_end|>
+  const auto first = tok->encode("first answer"), second = tok->encode("second answer");
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(last.trained_tokens(), static_cast<int64_t>(second->size()) + 1);
+  EXPECT_EQ(assistant.trained_tokens(), static_cast<int64_t>(first->size() + second->size()) + 2);
+  EXPECT_EQ(all.trained_tokens(), static_cast<int64_t>(all.ids.size()) - 1);  // token 0 is never predicted
+  for (std::size_t t = 0; t < all.ids.size(); ++t) EXPECT_LE(assistant.trained[t], all.trained[t]) << t;
+  EXPECT_EQ(parse_loss_on("all").value(), LossOn::kAll);
+  EXPECT_STREQ(loss_on_name(LossOn::kAll), "all");
+  EXPECT_FALSE(parse_loss_on("prompt").ok());
+}
+
+}  // namespace
+}  // namespace musacoder::train::sft
