@@ -5,11 +5,13 @@
 #   gpu-tests        those two test programs (Qwen3.5/delta rule/Qwen2 parity, paged decode kernel, engine)
 #                    in the background while build-rest builds the rest (needs build-gpu-tests first)
 #   build-rest       musacoder mooreeval train_gpu_tests engine_throughput sft_throughput_bench
+#   build-all        both lists in one ninja call
 #   train            train_gpu_tests (train-sft bf16 on CUDA against the CPU run)
 #   deltanet         perf/deltanet_kernels (ours vs transformers' torch fallback)
 #   enginebench      perf/engine_throughput (ours vs transformers generate; ENGINE_BATCHES)
 #   sftbench         perf/sft_throughput (ours vs an eager transformers loop)
 #   quickstart       musacoder quickstart --backend cuda (QUICKSTART_ARGS)
+#   extra            bash -c "$EXTRA" (an experiment of the session; output in $OUT/extra.log)
 # Usage there: source .devdeps/unpack && STEPS="build-gpu-tests gpu-tests build-rest train" bash tests/gpu/run_learner_on_device.sh
 # A later call on the same warm machine reuses build-gpu (configure is skipped when build.ninja exists).
 set -uo pipefail
@@ -60,6 +62,8 @@ for step in $STEPS; do
     gpu-tests) gpu_tests >"$OUT/gpu_tests.summary" 2>&1 &
       bg=$! ;;
     build-rest) JOBS=14 build musacoder mooreeval train_gpu_tests engine_throughput sft_throughput_bench ;;
+    build-all) build model_gpu_tests engine_gpu_tests deltanet_kernels_bench musacoder mooreeval train_gpu_tests \
+      engine_throughput sft_throughput_bench ;;
     train) run train_gpu 300 "$BUILD"/tests/gpu/train/train_gpu_tests ;;
     deltanet) run deltanet 200 "$BUILD"/perf/deltanet_kernels/deltanet_kernels_bench --seq 4096 --iters 10 ;;
     enginebench) run enginebench 420 python3 perf/engine_throughput/run.py --batch-sizes "${ENGINE_BATCHES:-1,16,64,256}" \
@@ -70,6 +74,8 @@ for step in $STEPS; do
     quickstart) run quickstart 560 "$BUILD"/tools/musacoder/musacoder quickstart --backend cuda --out "$OUT/quickstart" \
       --overwrite --no-progress ${QUICKSTART_ARGS:-}
       tail -30 "$OUT/quickstart.log" ;;
+    extra) run extra 560 bash -c "${EXTRA:-true}"
+      cat "$OUT/extra.log" | tail -40 ;;
     *) echo "unknown step $step" ;;
   esac
 done
