@@ -1,7 +1,8 @@
-// Paged decode attention on the CPU for float32 (paged_attention.h): one (sequence, head) per task, the
-// context read from the pages through the block table (no gathered copy of the KV), a two-pass softmax in
-// float. At the quickstart's sizes the gathered SDPA path copied ~100 MB per step and spent most of the
-// step in memcpy and page faults; this reads each cached key and value once.
+// Paged decode attention on the CPU for float32 (paged_attention.h): one (sequence, kv head) per task — its
+// GQA group of query heads shares every key and value row read — the context read from the pages through the
+// block table (no gathered copy of the KV), a two-pass softmax in float. At the quickstart's sizes the
+// gathered SDPA path copied ~100 MB per step and spent most of the step in memcpy and page faults; this reads
+// each cached key and value once.
 #include <ATen/Parallel.h>
 
 #include <cmath>
@@ -22,7 +23,7 @@ struct DecodeView {
 };
 
 // q . k in float with eight partial sums (a reduction the compiler may vectorize without -ffast-math).
-float dot(const float* q, const float* k, int64_t n) {
+[[gnu::always_inline]] inline float dot(const float* q, const float* k, int64_t n) {
   float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t d = 0;
   for (; d + 8 <= n; d += 8)
@@ -33,33 +34,58 @@ float dot(const float* q, const float* k, int64_t n) {
 }
 
 // o += p * v (restrict: no aliasing, so the loop vectorizes).
-void axpy(float* __restrict o, const float* __restrict v, float p, int64_t n) {
+[[gnu::always_inline]] inline void axpy(float* __restrict o, const float* __restrict v, float p, int64_t n) {
   for (int64_t d = 0; d < n; ++d) o[d] += p * v[d];
 }
 
-// Attention of query (b, h) over its context; `w` is scratch for the weights.
-void attend_one(const DecodeView& a, int64_t b, int64_t h, std::vector<float>& w) {
-  const int64_t len = a.lens[b], g = h / (a.heads / a.kv_heads), D = a.dim;
-  const float* q = a.q + (b * a.heads + h) * D;
-  float* o = a.out + (b * a.heads + h) * D;
-  for (int64_t d = 0; d < D; ++d) o[d] = 0.0f;
+// Calls f(row pointer, t) for the rows t = 0..len-1 of kv head g of sequence b in `pages`, block by block
+// (one table lookup per block, no division per row).
+template <typename F>
+[[gnu::always_inline]] inline void for_each_row(const DecodeView& a, const float* pages, int64_t b, int64_t g,
+                                                int64_t len, F&& f) {
+  const int64_t stride = a.kv_heads * a.dim;
+  for (int64_t blk = 0, t = 0; t < len; ++blk) {
+    const int64_t first = static_cast<int64_t>(a.tables[b * a.max_blocks + blk]) * a.block_size;
+    const float* p = pages + first * stride + g * a.dim;
+    for (int64_t r = 0; r < a.block_size && t < len; ++r, ++t, p += stride) f(p, t);
+  }
+}
+
+// x86-64: a copy for AVX2+FMA chosen at load time (glibc ifunc) besides the baseline build; the helpers above
+// and the row loops' bodies are forced inline, so each copy compiles them for its instruction set.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define MC_DECODE_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define MC_INLINE __attribute__((always_inline))
+#else
+#define MC_DECODE_CLONES
+#define MC_INLINE
+#endif
+
+// Attention of the query heads of kv head g (GQA: heads / kv_heads of them) of sequence b over its context:
+// each cached key and value row is read once for the whole group. `w` is scratch for the weights (group x
+// len).
+MC_DECODE_CLONES void attend_group(const DecodeView& a, int64_t b, int64_t g, std::vector<float>& w) {
+  const int64_t len = a.lens[b], group = a.heads / a.kv_heads, D = a.dim;
+  const float* q = a.q + (b * a.heads + g * group) * D;
+  float* o = a.out + (b * a.heads + g * group) * D;
+  for (int64_t d = 0; d < group * D; ++d) o[d] = 0.0f;
   if (len <= 0) return;
-  w.resize(static_cast<std::size_t>(len));
-  const auto row = [&](const float* pages, int64_t t) {
-    const int64_t slot =
-        static_cast<int64_t>(a.tables[b * a.max_blocks + t / a.block_size]) * a.block_size + t % a.block_size;
-    return pages + (slot * a.kv_heads + g) * D;
-  };
-  float m = -std::numeric_limits<float>::infinity();
-  for (int64_t t = 0; t < len; ++t) {
-    w[t] = dot(q, row(a.k, t), D) * a.scale;
-    m = std::max(m, w[t]);
+  w.resize(static_cast<std::size_t>(group * len));
+  for_each_row(a, a.k, b, g, len, [&](const float* k, int64_t t) MC_INLINE {
+    for (int64_t h = 0; h < group; ++h) w[h * len + t] = dot(q + h * D, k, D) * a.scale;
+  });
+  for (int64_t h = 0; h < group; ++h) {
+    float* wh = w.data() + h * len;
+    float m = -std::numeric_limits<float>::infinity();
+    for (int64_t t = 0; t < len; ++t) m = std::max(m, wh[t]);
+    float sum = 0.0f;
+    for (int64_t t = 0; t < len; ++t) sum += (wh[t] = std::exp(wh[t] - m));
+    const float inv = 1.0f / sum;
+    for (int64_t t = 0; t < len; ++t) wh[t] *= inv;
   }
-  float sum = 0.0f;
-  for (int64_t t = 0; t < len; ++t) sum += (w[t] = std::exp(w[t] - m));
-  for (int64_t t = 0; t < len; ++t) {
-    axpy(o, row(a.v, t), w[t] / sum, D);
-  }
+  for_each_row(a, a.v, b, g, len, [&](const float* v, int64_t t) MC_INLINE {
+    for (int64_t h = 0; h < group; ++h) axpy(o + h * D, v, w[h * len + t], D);
+  });
 }
 
 }  // namespace
@@ -91,10 +117,10 @@ torch::Tensor paged_decode_cpu(const torch::Tensor& q, const torch::Tensor& k_pa
                      k_pages.size(1),
                      tables.size(1),
                      static_cast<float>(scale)};
-  const int64_t heads = a.heads;
-  at::parallel_for(0, q.size(0) * heads, 1, [&](int64_t begin, int64_t end) {
+  const int64_t kv_heads = a.kv_heads;
+  at::parallel_for(0, q.size(0) * kv_heads, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> w;
-    for (int64_t i = begin; i < end; ++i) attend_one(a, i / heads, i % heads, w);
+    for (int64_t i = begin; i < end; ++i) attend_group(a, i / kv_heads, i % kv_heads, w);
   });
   return out;
 }

@@ -38,7 +38,8 @@ CachePool small_pool(int32_t blocks, bool with_state) {
   } else {
     layers[1] = layers[0];
   }
-  return CachePool(layers, /*block_size=*/4, blocks, /*num_state_slots=*/4, torch::TensorOptions(torch::kFloat));
+  return CachePool(layers, /*block_size=*/4, blocks, /*num_state_slots=*/4,
+                   torch::TensorOptions(torch::kFloat));
 }
 
 TEST(CachePool, ForkSharesBlocksAndCopiesOnWrite) {
@@ -115,7 +116,8 @@ TEST(PagedAttention, CpuKernelEqualsReference) {
   torch::manual_seed(1);
   const int64_t bs = 16, H = 4, Hkv = 2, D = 64, B = 5, max_blocks = 8;
   torch::Tensor kp = torch::randn({64, bs, Hkv, D}), vp = torch::randn({64, bs, Hkv, D});
-  // Shuffled pages; lengths 1 (one row), 16 (one full block), 17 (a row into the next), 100, 128 (all blocks).
+  // Shuffled pages; lengths 1 (one row), 16 (one full block), 17 (a row into the next), 100, 128 (all
+  // blocks).
   torch::Tensor tables = torch::randperm(64, torch::kInt).narrow(0, 0, B * max_blocks).view({B, max_blocks});
   torch::Tensor lens = torch::tensor({1, 16, 17, 100, 128}, torch::kInt);
   torch::Tensor q = torch::randn({B, H, D});
@@ -128,6 +130,15 @@ TEST(PagedAttention, CpuKernelEqualsReference) {
   EXPECT_TRUE(torch::equal(paged_decode(q, kp, vp, tables, lens, 128, scale, true), got));
   EXPECT_TRUE(torch::equal(paged_decode(q, kp, vp, tables, lens, 128, scale, false), expect));
   EXPECT_FALSE(cpu_decode_kernel_applies(q.to(torch::kBFloat16), kp.to(torch::kBFloat16)));
+  // A GQA group of 6 heads on one kv head, and a head_dim that is not a multiple of the 8-lane dot.
+  torch::Tensor kp1 = torch::randn({64, bs, 1, 20}), vp1 = torch::randn({64, bs, 1, 20}),
+                q1 = torch::randn({B, 6, 20});
+  EXPECT_LT((paged_decode_cpu(q1, kp1, vp1, tables, lens, 0.3) -
+             paged_decode_reference(q1, kp1, vp1, tables, lens, 128, 0.3))
+                .abs()
+                .max()
+                .item<double>(),
+            1e-5);
 }
 
 TEST(StopChecker, FindsStopStringsAcrossPiecesAndHoldsPrefixesBack) {
@@ -198,11 +209,13 @@ TEST(Sampler, GreedyTopKTopPAndLogprobs) {
   // top_p = 0.5: p0 = 0.57 already reaches it, so only token 0 remains.
   SamplingParams p5;
   p5.top_p = 0.5;
-  for (uint64_t seed = 0; seed < 20; ++seed) EXPECT_EQ(s.sample(logits, {{&p5, seed, 0, nullptr}})[0].token, 0);
+  for (uint64_t seed = 0; seed < 20; ++seed)
+    EXPECT_EQ(s.sample(logits, {{&p5, seed, 0, nullptr}})[0].token, 0);
   // min_p = 0.3: p1/p0 = e^-1 = 0.37 stays, p2/p0 = 0.22 goes.
   SamplingParams m3;
   m3.min_p = 0.3;
-  for (uint64_t seed = 0; seed < 50; ++seed) EXPECT_LT(s.sample(logits, {{&m3, seed, 0, nullptr}})[0].token, 2);
+  for (uint64_t seed = 0; seed < 50; ++seed)
+    EXPECT_LT(s.sample(logits, {{&m3, seed, 0, nullptr}})[0].token, 2);
 }
 
 TEST(Sampler, RepetitionPenaltyFollowsHuggingFace) {
