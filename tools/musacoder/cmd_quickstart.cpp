@@ -22,7 +22,8 @@ int run_quickstart_command(quickstart::QuickstartOptions& o, bool no_progress) {
               r->curves.c_str(), r->report.c_str(), r->summary.c_str());
   if (r->learning_failure.empty()) return 0;
   std::fprintf(stderr, "musacoder quickstart: learning did not show: %s\n", r->learning_failure.c_str());
-  std::fprintf(stderr, "(docs/quickstart.md: what this run measures, and why the CPU default does not learn yet)\n");
+  std::fprintf(stderr,
+               "(docs/quickstart.md: what this run measures, and why the CPU default does not learn yet)\n");
   return 1;
 }
 
