@@ -1,8 +1,6 @@
 // The adapter onto the verifier's front door (mooreeval/mooreeval.h).
 #include "data/verifier.h"
 
-#include <cstdlib>
-
 #include "mooreeval/mooreeval.h"
 
 namespace musacoder::data {
@@ -47,11 +45,6 @@ class MooreEvalVerifier : public Verifier {
 };
 
 }  // namespace
-
-std::filesystem::path default_build_cache() {
-  const char* home = std::getenv("HOME");
-  return home && *home ? std::filesystem::path(home) / ".cache/mooreeval/builds" : std::filesystem::path();
-}
 
 Result<std::unique_ptr<Verifier>> Verifier::create(const VerifierSettings& s) {
   mooreeval::Options o;

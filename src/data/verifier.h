@@ -39,10 +39,6 @@ struct VerifierSettings {
   std::string build_path = "auto";
 };
 
-// The build cache every musacoder command shares with `mooreeval` by default: ~/.cache/mooreeval/builds
-// (empty when HOME is unset: no cache).
-std::filesystem::path default_build_cache();
-
 // One submission to verify against one task file.
 struct VerifyJob {
   std::string task_id;               // "fusion/p00012"

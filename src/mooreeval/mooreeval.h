@@ -101,6 +101,10 @@ struct CompileOptions {
   nlohmann::json to_json() const;
 };
 
+// The build cache every tool (mooreeval, musacoder synth/eval-model/quickstart) uses unless told otherwise:
+// $XDG_CACHE_HOME/mooreeval/builds, else ~/.cache/mooreeval/builds; empty (no cache) when neither is set.
+std::filesystem::path default_cache_dir();
+
 // The Python runner processes (python/mooreeval_runner).
 struct RunnerOptions {
   std::string python = "python3";      // interpreter that has torch

@@ -6,13 +6,14 @@
 #include "data/synth.h"
 #include "data/teacher.h"
 #include "data/verifier.h"
+#include "mooreeval/mooreeval.h"
 #include "quickstart/stages.h"
 
 namespace musacoder::quickstart {
 namespace fs = std::filesystem;
 
 fs::path build_cache(const QuickstartOptions& o) {
-  return o.build_cache.empty() ? data::default_build_cache() : o.build_cache;
+  return o.build_cache.empty() ? mooreeval::default_cache_dir() : o.build_cache;
 }
 
 namespace {

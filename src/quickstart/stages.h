@@ -9,7 +9,7 @@
 
 namespace musacoder::quickstart {
 
-// --build-cache, else data::default_build_cache(): every stage's verifier shares it.
+// --build-cache, else mooreeval::default_cache_dir(): every stage's verifier shares it.
 std::filesystem::path build_cache(const QuickstartOptions& o);
 
 struct DataSets {

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "core/run_dir.h"
+#include "mooreeval/mooreeval.h"
 
 #include "commands.h"
 #include "service_commands.h"
@@ -191,15 +192,8 @@ std::string resolve(const CommonFlags& f, CLI::App* app, EvalOptions& o) {
   if (!runner_dir.ok()) return runner_dir.status().message();
   o.runner.runner_dir = *runner_dir;
   if (!f.work_dir.empty()) o.work_root = fs::absolute(f.work_dir);
-  if (!f.no_cache) {
-    if (!f.cache_dir.empty()) {
-      o.cache_dir = f.cache_dir;
-    } else if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
-      o.cache_dir = fs::path(xdg) / "mooreeval" / "builds";
-    } else if (const char* home = std::getenv("HOME"); home && *home) {
-      o.cache_dir = fs::path(home) / ".cache" / "mooreeval" / "builds";
-    }
-  }
+  if (!f.no_cache)
+    o.cache_dir = f.cache_dir.empty() ? musacoder::mooreeval::default_cache_dir() : fs::path(f.cache_dir);
   return "";
 }
 

@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "kernelbench/eval_run.h"
 #include "kernelbench/report.h"
+#include "mooreeval/mooreeval.h"
 
 namespace musacoder::tool {
 namespace {
@@ -80,7 +81,7 @@ Status resolve(EvalModelFlags& f) {
   if (!f.build_cache.empty())
     v.cache_dir = f.build_cache;
   else
-    v.cache_dir = data::default_build_cache();
+    v.cache_dir = mooreeval::default_cache_dir();
   f.scorer.scratch_dir = f.o.out_dir / "scratch";
   return Status::ok_status();
 }

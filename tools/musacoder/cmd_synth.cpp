@@ -11,6 +11,7 @@
 #include "data/grammar.h"
 #include "data/synth.h"
 #include "data/teacher.h"
+#include "mooreeval/mooreeval.h"
 
 namespace musacoder::tool {
 namespace {
@@ -60,7 +61,7 @@ Status resolve(SynthFlags& f) {
     if (!f.cache_dir.empty())
       v.cache_dir = f.cache_dir;
     else
-      v.cache_dir = data::default_build_cache();
+      v.cache_dir = mooreeval::default_cache_dir();
   }
   return Status::ok_status();
 }

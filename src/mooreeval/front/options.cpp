@@ -1,6 +1,8 @@
 // Grouped options: to_json per group, and the mapping onto eval::EvalOptions.
 #include "mooreeval/front/options_map.h"
 
+#include <cstdlib>
+
 #include "mooreeval/compile/extension_build.h"
 #include "mooreeval/compile/toolchain.h"
 
@@ -120,6 +122,13 @@ Result<eval::EvalOptions> to_eval_options(const Options& in) {
   o.legality = in.legality;
   o.reward = in.reward;
   return o;
+}
+
+std::filesystem::path default_cache_dir() {
+  namespace fs = std::filesystem;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "mooreeval/builds";
+  if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".cache/mooreeval/builds";
+  return {};
 }
 
 }  // namespace musacoder::mooreeval
