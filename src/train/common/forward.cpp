@@ -7,15 +7,18 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 // What a checkpointed layer needs again in backward; kept in the autograd context as a capsule. The layer
-// belongs to the Decoder, which outlives every graph built from it.
+// belongs to the Decoder, which outlives every graph built from it. cos/sin/mask never need gradients, so
+// they travel here rather than as Function inputs (mask is undefined under plain causal attention, and an
+// undefined tensor cannot be an autograd input).
 struct LayerCall : torch::CustomClassHolder {
-  LayerCall(model::DecoderLayerImpl* l, TrainingForward::LayerHook h, int64_t i)
-      : layer(l), hook(std::move(h)), index(i) {}
+  LayerCall(model::DecoderLayerImpl* l, TrainingForward::LayerHook h, int64_t i, torch::Tensor c,
+            torch::Tensor s, torch::Tensor m)
+      : layer(l), hook(std::move(h)), index(i), cos(std::move(c)), sin(std::move(s)), mask(std::move(m)) {}
   model::DecoderLayerImpl* layer;
   TrainingForward::LayerHook hook;
   int64_t index;
-  torch::Tensor run(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                    const torch::Tensor& mask) const {
+  torch::Tensor cos, sin, mask;
+  torch::Tensor run(const torch::Tensor& x) const {
     if (hook) hook(index);
     return layer->forward(x, cos, sin, mask, nullptr, nullptr, 0);
   }
@@ -23,16 +26,14 @@ struct LayerCall : torch::CustomClassHolder {
 
 class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
  public:
-  // cos/sin/mask never need gradients.
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& cos,
-                               const torch::Tensor& sin, const torch::Tensor& mask,
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
                                c10::intrusive_ptr<LayerCall> call) {
     torch::Tensor y;
     {
       torch::NoGradGuard no_grad;
-      y = call->run(x, cos, sin, mask);
+      y = call->run(x);
     }
-    ctx->save_for_backward({x, cos, sin, mask});
+    ctx->save_for_backward({x});
     ctx->saved_data["call"] = c10::IValue::make_capsule(std::move(call));
     return y;
   }
@@ -45,10 +46,10 @@ class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
     torch::Tensor y;
     {
       torch::AutoGradMode grad(true);
-      y = call->run(x, saved[1], saved[2], saved[3]);
+      y = call->run(x);
     }
     torch::autograd::backward({y}, {grad_output[0]});
-    return {x.grad(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    return {x.grad(), torch::Tensor()};
   }
 };
 
@@ -66,16 +67,16 @@ torch::Tensor TrainingForward::hidden(model::Decoder& decoder, const model::Forw
     positions = torch::arange(T, in.input_ids.options()).unsqueeze(0).expand({B, T});
   }
   torch::Tensor h = decoder->model->embed_tokens(in.input_ids);
-  // A checkpointed layer whose input needs no grad would get no backward at all (frozen embeddings under LoRA):
-  // make the input a leaf that requires grad (transformers' enable_input_require_grads).
+  // A checkpointed layer whose input needs no grad would get no backward at all (frozen embeddings under
+  // LoRA): make the input a leaf that requires grad (transformers' enable_input_require_grads).
   if (checkpoint && torch::GradMode::is_enabled() && !h.requires_grad()) h = h.detach().requires_grad_(true);
   auto [cos, sin] = rope_.cos_sin(positions, h.scalar_type());
   torch::nn::ModuleList layers = decoder->model->layers;
   for (std::size_t i = 0; i < layers->size(); ++i) {
     auto call = c10::make_intrusive<LayerCall>(layers[i]->as<model::DecoderLayerImpl>(), before_layer,
-                                               static_cast<int64_t>(i));
+                                               static_cast<int64_t>(i), cos, sin, mask);
     const bool ckpt = checkpoint && torch::GradMode::is_enabled();
-    h = ckpt ? CheckpointedLayer::apply(h, cos, sin, mask, call) : call->run(h, cos, sin, mask);
+    h = ckpt ? CheckpointedLayer::apply(h, call) : call->run(h);
   }
   return decoder->model->norm(h);
 }

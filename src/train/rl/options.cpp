@@ -23,7 +23,7 @@ nlohmann::json to_json(const RlOptions& o) {
           {"mirrorpop_ema", o.mirrorpop_ema}, {"mirrorpop_update_every", o.mirrorpop_update_every},
           {"mirrorpop_decay", o.mirrorpop_decay}, {"mirrorpop_delta", o.mirrorpop_delta},
           {"device", o.device}, {"bf16", o.bf16}, {"lora_rank", o.lora_rank}, {"lora_alpha", o.lora_alpha},
-          {"lora_targets", o.lora_targets}, {"kv_cache_gb", o.kv_cache_gb}, {"save_steps", o.save_steps},
+          {"lora_targets", o.lora_targets}, {"kv_cache_gb", o.kv_cache_gb}, {"max_model_len", o.max_model_len}, {"save_steps", o.save_steps},
           {"save_total_limit", o.save_total_limit}};
 }
 

@@ -13,16 +13,16 @@
 #include <filesystem>
 
 #include "core/files.h"
-#include "process/subprocess.h"
 #include "model/checkpoint.h"
 #include "model/delta_rule.h"
+#include "process/subprocess.h"
 
 namespace musacoder::model {
 namespace {
 
-#define SKIP_WITHOUT_KERNELS()                                                                        \
-  if (!std::filesystem::exists("/dev/nvidiactl")) GTEST_SKIP() << "skipped: no NVIDIA device";        \
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "skipped: libtorch sees no CUDA device";          \
+#define SKIP_WITHOUT_KERNELS()                                                                 \
+  if (!std::filesystem::exists("/dev/nvidiactl")) GTEST_SKIP() << "skipped: no NVIDIA device"; \
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "skipped: libtorch sees no CUDA device";   \
   if (!delta_rule_cuda_kernels_built()) GTEST_SKIP() << "skipped: built without MUSACODER_CUDA_KERNELS"
 
 struct Inputs {
@@ -47,15 +47,18 @@ struct RunResult {
 // Forward (+ backward of a fixed linear functional of out and the final state) on `device`.
 RunResult run(const Inputs& in, const torch::Device& device, const torch::Tensor& sequence_ids = {}) {
   std::vector<torch::Tensor> xs;
-  for (const auto& x : in.xs) xs.push_back(x.to(device).requires_grad_(true));
+  // detach(): a fresh leaf per run, never the caller's tensor (on the CPU .to() would return it itself).
+  for (const auto& x : in.xs) xs.push_back(x.detach().to(device).requires_grad_(true));
   torch::Tensor seq = sequence_ids.defined() ? sequence_ids.to(device) : torch::Tensor();
   DeltaRuleOutput r = chunk_gated_delta_rule(xs[0], xs[1], xs[2], xs[3], xs[4], {}, seq);
   torch::manual_seed(99);
   torch::Tensor w = torch::randn(r.out.sizes()).to(device);
   torch::Tensor loss = (r.out * w).sum();
-  if (r.final_state.defined()) loss = loss + (r.final_state * torch::randn(r.final_state.sizes()).to(device)).sum();
+  if (r.final_state.defined())
+    loss = loss + (r.final_state * torch::randn(r.final_state.sizes()).to(device)).sum();
   loss.backward();
-  RunResult res{r.out.detach().cpu(), r.final_state.defined() ? r.final_state.detach().cpu() : torch::Tensor(), {}};
+  RunResult res{
+      r.out.detach().cpu(), r.final_state.defined() ? r.final_state.detach().cpu() : torch::Tensor(), {}};
   for (const auto& x : xs) res.grads.push_back(x.grad().cpu());
   return res;
 }
@@ -70,28 +73,30 @@ void expect_close(const RunResult& gpu, const RunResult& cpu, double tol, const 
     const double scale = std::max(1.0, cpu.grads[i].abs().max().item<double>());
     EXPECT_LE(max_abs(gpu.grads[i], cpu.grads[i]) / scale, tol) << what << " d" << names[i];
   }
-  std::printf("GPU_RESULT delta_rule %s out_max_abs=%.3g dq=%.3g dk=%.3g dv=%.3g dg=%.3g dbeta=%.3g\n", what.c_str(),
-              max_abs(gpu.out, cpu.out), max_abs(gpu.grads[0], cpu.grads[0]), max_abs(gpu.grads[1], cpu.grads[1]),
-              max_abs(gpu.grads[2], cpu.grads[2]), max_abs(gpu.grads[3], cpu.grads[3]),
-              max_abs(gpu.grads[4], cpu.grads[4]));
+  std::printf("GPU_RESULT delta_rule %s out_max_abs=%.3g dq=%.3g dk=%.3g dv=%.3g dg=%.3g dbeta=%.3g\n",
+              what.c_str(), max_abs(gpu.out, cpu.out), max_abs(gpu.grads[0], cpu.grads[0]),
+              max_abs(gpu.grads[1], cpu.grads[1]), max_abs(gpu.grads[2], cpu.grads[2]),
+              max_abs(gpu.grads[3], cpu.grads[3]), max_abs(gpu.grads[4], cpu.grads[4]));
 }
 
 TEST(DeltaRuleGpu, ChunkedForwardAndGradientsMatchTheLibtorchReference) {
   SKIP_WITHOUT_KERNELS();
   // 9B's heads (dk = dv = 128, 2 value heads per key head), 200 tokens: 4 chunks, the last one padded.
   Inputs big = random_inputs(1, 200, 2, 4, 128, 128, 1);
-  expect_close(run(big, torch::kCUDA), run(big, torch::kCPU), 2e-4, "dk128");
+  const RunResult big_gpu = run(big, torch::kCUDA), big_cpu = run(big, torch::kCPU);
+  expect_close(big_gpu, big_cpu, 2e-4, "dk128");
   Inputs small = random_inputs(2, 70, 1, 2, 32, 64, 2);
-  expect_close(run(small, torch::kCUDA), run(small, torch::kCPU), 2e-4, "dk32");
+  const RunResult small_gpu = run(small, torch::kCUDA), small_cpu = run(small, torch::kCPU);
+  expect_close(small_gpu, small_cpu, 2e-4, "dk32");
 }
 
 TEST(DeltaRuleGpu, PackedSequencesMatchTheLibtorchReference) {
   SKIP_WITHOUT_KERNELS();
   Inputs in = random_inputs(2, 150, 2, 4, 64, 64, 3);
-  torch::Tensor seq = torch::cat({torch::zeros({2, 37}, torch::kLong), torch::ones({2, 80}, torch::kLong),
-                                  torch::full({2, 33}, 2L)},
-                                 1);
-  expect_close(run(in, torch::kCUDA, seq), run(in, torch::kCPU, seq), 2e-4, "packed");
+  torch::Tensor seq = torch::cat(
+      {torch::zeros({2, 37}, torch::kLong), torch::ones({2, 80}, torch::kLong), torch::full({2, 33}, 2L)}, 1);
+  const RunResult gpu = run(in, torch::kCUDA, seq), cpu = run(in, torch::kCPU, seq);
+  expect_close(gpu, cpu, 2e-4, "packed");
 }
 
 TEST(DeltaRuleGpu, FusedDecodeStepMatchesTheLibtorchReference) {
@@ -105,8 +110,31 @@ TEST(DeltaRuleGpu, FusedDecodeStepMatchesTheLibtorchReference) {
   DeltaRuleOutput cpu = recurrent_gated_delta_rule(in.xs[0], in.xs[1], in.xs[2], in.xs[3], in.xs[4], s0);
   EXPECT_LE(max_abs(gpu.out, cpu.out), 1e-4);
   EXPECT_LE(max_abs(gpu.final_state, cpu.final_state), 1e-4);
-  std::printf("GPU_RESULT delta_rule decode_step out_max_abs=%.3g state_max_abs=%.3g\n", max_abs(gpu.out, cpu.out),
-              max_abs(gpu.final_state, cpu.final_state));
+  std::printf("GPU_RESULT delta_rule decode_step out_max_abs=%.3g state_max_abs=%.3g\n",
+              max_abs(gpu.out, cpu.out), max_abs(gpu.final_state, cpu.final_state));
+}
+
+struct LogitAgreement {
+  double max_abs, ref_max_abs, cosine, top1, near_top1;
+};
+
+// Logits (…, V) against the reference's, in double. top1: the same argmax. near_top1: our argmax is within
+// two bf16 steps of the reference's maximum at that magnitude — with random weights and a 248K vocabulary the
+// top two logits often sit closer than bf16 resolves, so exact top-1 agreement measures rounding, not
+// correctness.
+LogitAgreement agreement(const torch::Tensor& got_in, const torch::Tensor& want_in) {
+  torch::Tensor got = got_in.to(torch::kDouble).reshape({-1, got_in.size(-1)});
+  torch::Tensor want = want_in.to(torch::kDouble).reshape({-1, want_in.size(-1)});
+  LogitAgreement a{};
+  a.max_abs = (got - want).abs().max().item<double>();
+  a.ref_max_abs = want.abs().max().item<double>();
+  a.cosine = ((got * want).sum() / (got.norm() * want.norm())).item<double>();
+  torch::Tensor ours = got.argmax(-1), ref_max = std::get<0>(want.max(-1));
+  a.top1 = (ours == want.argmax(-1)).to(torch::kDouble).mean().item<double>();
+  torch::Tensor at_ours = want.gather(1, ours.unsqueeze(1)).squeeze(1);
+  torch::Tensor two_steps = ref_max.abs().clamp_min(1e-3) * (2.0 / 128.0);  // bf16: 8 significant bits
+  a.near_top1 = (ref_max - at_ours <= two_steps).to(torch::kDouble).mean().item<double>();
+  return a;
 }
 
 TEST(Qwen35Gpu, NineBLayerShapeBf16ParityWithTransformers) {
@@ -115,8 +143,8 @@ TEST(Qwen35Gpu, NineBLayerShapeBf16ParityWithTransformers) {
   auto dir = TempDir::create("mc-qwen35-gpu");
   ASSERT_TRUE(dir.ok());
   ProcessOptions o;
-  o.argv = {"python3", std::string(MUSACODER_SOURCE_DIR) + "/tests/integration/model/qwen3_5_reference.py", "gpu",
-            "--out", dir->path().string()};
+  o.argv = {"python3", std::string(MUSACODER_SOURCE_DIR) + "/tests/integration/model/qwen3_5_reference.py",
+            "gpu", "--out", dir->path().string()};
   o.deadline = std::chrono::seconds(600);
   o.env_set = {{"TRANSFORMERS_VERBOSITY", "error"}, {"HF_HUB_OFFLINE", "1"}};
   auto r = run_process(o);
@@ -130,15 +158,14 @@ TEST(Qwen35Gpu, NineBLayerShapeBf16ParityWithTransformers) {
     torch::Tensor ids = ref->tensor("ids_" + std::to_string(i)).value().cuda();
     torch::Tensor want = ref->tensor("logits_" + std::to_string(i)).value().to(torch::kFloat);
     torch::Tensor got = (*model)->forward({ids}).to(torch::kFloat).cpu();
-    const double cosine =
-        torch::nn::functional::cosine_similarity(got.flatten(), want.flatten(),
-                                                 torch::nn::functional::CosineSimilarityFuncOptions().dim(0))
-            .item<double>();
-    const double top1 = (got.argmax(-1) == want.argmax(-1)).to(torch::kFloat).mean().item<double>();
-    EXPECT_GE(cosine, 0.9999) << "sequence " << i;
-    EXPECT_GE(top1, 0.99) << "sequence " << i;
-    std::printf("GPU_RESULT qwen3_5 9B-shape bf16 B=%ld T=%ld cosine=%.6f top1=%.4f kernels=%d\n", ids.size(0),
-                ids.size(1), cosine, top1, delta_rule_cuda_kernels_built() ? 1 : 0);
+    const LogitAgreement a = agreement(got, want);
+    EXPECT_GE(a.cosine, 0.9999) << "sequence " << i;
+    EXPECT_GE(a.near_top1, 0.99) << "sequence " << i;
+    std::printf(
+        "GPU_RESULT qwen3_5 9B-shape bf16 B=%ld T=%ld max_abs=%.4g ref_max_abs=%.4g cosine=%.6f top1=%.4f "
+        "near_top1=%.4f kernels=%d\n",
+        ids.size(0), ids.size(1), a.max_abs, a.ref_max_abs, a.cosine, a.top1, a.near_top1,
+        delta_rule_cuda_kernels_built() ? 1 : 0);
   }
 }
 

@@ -332,6 +332,47 @@ TEST_F(Rl, ResumeEqualsUninterrupted) {
   EXPECT_GT(moved, 0.0);
 }
 
+TEST_F(Rl, ARepairTurnThatWouldNotFitTheContextEndsItsTrajectory) {
+  // Every answer is prose without code (format_error, no build), so the feedback turn would follow; a context
+  // of prompt + max_new_tokens + 1 has room for the first answer only.
+  RlHooks hooks;
+  hooks.inject = [](const std::string&, int64_t, int, int) -> std::optional<std::string> {
+    return std::string("No code this time.");
+  };
+  const fs::path task_dir = tasks({"activation/relu"});
+  RlOptions probe = options(tmp_->path() / "probe", task_dir);
+  probe.max_turns = 1;
+  probe.max_steps = 1;
+  ASSERT_TRUE(run_rl(probe, hooks).ok());
+  const auto first = jsonl(probe.output_dir / "samples.jsonl");
+  ASSERT_FALSE(first.empty());
+  const int64_t prompt = first[0]["prompt_tokens"].get<int64_t>();
+  ASSERT_GT(prompt, 0);
+
+  RlOptions o = options(tmp_->path() / "run", task_dir);
+  o.max_steps = 1;
+  o.max_turns = 2;
+  o.max_model_len = prompt + o.max_new_tokens + 1;
+  auto r = run_rl(o, hooks);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();  // before: "the prompt has N tokens; the context holds M"
+  const auto m = jsonl(o.output_dir / "metrics.jsonl");
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0]["turns/context_stops"].get<double>(), 4.0);
+  for (const auto& sample : jsonl(o.output_dir / "samples.jsonl")) {
+    EXPECT_TRUE(sample["context_stop"].get<bool>()) << sample.dump();
+    EXPECT_EQ(sample["turns"].size(), 1u) << sample.dump();
+  }
+  // With room for the repair turn the same run takes it.
+  RlOptions roomy = options(tmp_->path() / "roomy", task_dir);
+  roomy.max_steps = 1;
+  roomy.max_turns = 2;
+  ASSERT_TRUE(run_rl(roomy, hooks).ok());
+  for (const auto& sample : jsonl(roomy.output_dir / "samples.jsonl")) {
+    EXPECT_FALSE(sample["context_stop"].get<bool>());
+    EXPECT_EQ(sample["turns"].size(), 2u) << sample.dump();
+  }
+}
+
 // --- bad input
 // ----------------------------------------------------------------------------------------------
 

@@ -1,8 +1,9 @@
-// Training core on libtorch: the chunked LM-head cross-entropy against the plain (T, V) computation, the fused
-// AdamW against its formula, device-side clipping, ZeRO-1 owner assignment.
+// Training core on libtorch: the chunked LM-head cross-entropy against the plain (T, V) computation, the
+// fused AdamW against its formula, device-side clipping, ZeRO-1 owner assignment.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "train/common/forward.h"
 #include "train/common/lm_loss.h"
 #include "train/common/optimizer.h"
 #include "train/common/parallel.h"
@@ -45,6 +46,48 @@ TEST(ChunkedLmLoss, Bf16HiddenKeepsFloat32LossAndWeightGradient) {
       h.to(torch::kFloat).matmul(w.to(torch::kFloat).t()), t,
       torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
   EXPECT_NEAR(loss.item<double>(), ref.item<double>(), 0.05 * std::abs(ref.item<double>()));
+}
+
+// Checkpointed layers give the plain forward's loss and gradients, with a packed mask and without one (plain
+// causal attention, where the layer's mask input is undefined).
+TEST(TrainingForward, CheckpointingKeepsLossAndGradientsWithAndWithoutAMask) {
+  model::ModelConfig c;
+  c.architecture = model::Architecture::kQwen2;
+  c.vocab_size = 40;
+  c.hidden_size = 16;
+  c.intermediate_size = 24;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = 2;
+  c.head_dim = 4;
+  c.max_position_embeddings = 64;
+  torch::manual_seed(3);
+  model::Decoder m(c);
+  m->to(torch::kDouble);
+  TrainingForward fwd(c);
+  torch::Tensor ids = torch::randint(0, c.vocab_size, {2, 9}, torch::kLong);
+  torch::Tensor seq = torch::cat({torch::zeros({2, 4}, torch::kLong), torch::ones({2, 5}, torch::kLong)}, 1);
+  for (bool packed : {false, true}) {
+    std::vector<std::vector<torch::Tensor>> grads;
+    std::vector<double> losses;
+    for (bool checkpoint : {false, true}) {
+      m->zero_grad();
+      torch::Tensor h = fwd.hidden(m, {ids, {}, packed ? seq : torch::Tensor()}, checkpoint);
+      torch::Tensor loss = (h * h.detach().cos()).sum();
+      loss.backward();
+      losses.push_back(loss.item<double>());
+      grads.emplace_back();
+      for (const auto& p : m->parameters())
+        grads.back().push_back(p.grad().defined() ? p.grad().clone() : p.grad());
+    }
+    EXPECT_NEAR(losses[0], losses[1], 1e-9) << "packed " << packed;
+    ASSERT_EQ(grads[0].size(), grads[1].size());
+    for (std::size_t i = 0; i < grads[0].size(); ++i) {
+      ASSERT_EQ(grads[0][i].defined(), grads[1][i].defined()) << "parameter " << i << " packed " << packed;
+      if (!grads[0][i].defined()) continue;  // the LM head: not part of the hidden states
+      EXPECT_LE((grads[0][i] - grads[1][i]).abs().max().item<double>(), 1e-9) << "parameter " << i;
+    }
+  }
 }
 
 TEST(AdamW, FusedKernelEqualsTheFormulaWithDecayOnMatricesOnly) {
@@ -91,12 +134,13 @@ TEST(AdamW, ClipsOnTheDeviceAndKeepsFp32MastersForBf16Params) {
   EXPECT_NEAR(opt.grads()[0].norm().item<double>(), 1.0, 1e-5);
   EXPECT_EQ(opt.grads()[0].scalar_type(), torch::kFloat);
   opt.step(0.5);
-  EXPECT_EQ(opt.state().size(), 4u);  // + the fp32 master
+  EXPECT_EQ(opt.state().size(), 4u);                        // + the fp32 master
   EXPECT_NEAR(p[0].param[0][0].item<double>(), 0.5, 1e-2);  // first Adam step moves by lr
 }
 
 TEST(Zero1, OwnersBalanceElementCounts) {
-  // Largest first, each to the lighter rank: 100 → r0; 60 → r1; 50 → r1 (60 < 100: 110); 40 → r0 (140); 10 → r1.
+  // Largest first, each to the lighter rank: 100 → r0; 60 → r1; 50 → r1 (60 < 100: 110); 40 → r0 (140); 10 →
+  // r1.
   auto owner = DataParallel::assign_owners({50, 100, 10, 60, 40}, 2);
   EXPECT_EQ(owner, (std::vector<int>{1, 0, 1, 1, 0}));
   EXPECT_EQ(DataParallel::assign_owners({5, 6}, 1), (std::vector<int>{0, 0}));
