@@ -12,6 +12,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <tuple>
 
 #include "engine/engine.h"
 
@@ -90,6 +91,14 @@ int main(int argc, char** argv) {
                         {"steps", after.steps - before.steps},
                         {"graph_replays", after.cuda_graph_replays - before.cuda_graph_replays},
                         {"preemptions", after.preemptions - before.preemptions}};
+    // Where a step's wall time goes (engine.h, EngineStats): per-step milliseconds by phase.
+    const double steps = std::max<double>(1.0, static_cast<double>(after.steps - before.steps));
+    for (const auto& [name, a, z] : {std::tuple{"schedule", before.schedule_s, after.schedule_s},
+                                     std::tuple{"forward", before.forward_s, after.forward_s},
+                                     std::tuple{"sample", before.sample_s, after.sample_s},
+                                     std::tuple{"append", before.append_s, after.append_s},
+                                     std::tuple{"emit", before.emit_s, after.emit_s}})
+      j[std::string("host_ms_per_step_") + name] = 1e3 * (z - a) / steps;
     std::printf("%s\n", j.dump().c_str());
     std::fflush(stdout);
   }

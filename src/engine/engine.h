@@ -145,6 +145,11 @@ struct EngineStats {
   int64_t preemptions = 0, requests_finished = 0, requests_rejected = 0;
   int64_t max_running = 0;  // high-water mark of running sequences
   int64_t cuda_graph_replays = 0;
+  // Host wall time of the engine thread's steps, summed, by phase: scheduling and preemption; the model step
+  // (input packing and kernel launches — asynchronous on CUDA); sampling (waits for the GPU: its one sync);
+  // appending tokens, detokenising and stop checks; callbacks. On CUDA, forward_s ≪ sample_s means the GPU is
+  // the bottleneck, forward_s + append_s + emit_s near the step time means the host is.
+  double schedule_s = 0, forward_s = 0, sample_s = 0, append_s = 0, emit_s = 0;
 };
 
 class EngineImpl;

@@ -1,6 +1,7 @@
 #include "engine/engine_core.h"
 
 #include <algorithm>
+#include <chrono>
 #include <random>
 
 #include "core/check.h"
@@ -272,7 +273,17 @@ std::vector<SeqWork> EngineCore::schedule(std::vector<SequenceState*>& order) {
 
 // ---- one step ------------------------------------------------------------------------------------------
 
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point& t) {  // and restarts t
+  const auto now = std::chrono::steady_clock::now();
+  const double s = std::chrono::duration<double>(now - t).count();
+  t = now;
+  return s;
+}
+}  // namespace
+
 void EngineCore::step() {
+  auto t = std::chrono::steady_clock::now();
   purge_cancelled();
   std::vector<SequenceState*> order;
   std::vector<SeqWork> works = schedule(order);
@@ -287,8 +298,10 @@ void EngineCore::step() {
     emit_updates();
     return;
   }
+  stats_.schedule_s += seconds_since(t);
   torch::Tensor logits = runner_->step(works);
   ++stats_.steps;
+  stats_.forward_s += seconds_since(t);
   // Followers forked at the prompt's end draw their first token from their leader's logits row.
   std::vector<std::vector<SequenceState*>> same_row(works.size());
   for (std::size_t i = 0; i < works.size(); ++i) {
@@ -300,7 +313,9 @@ void EngineCore::step() {
   }
   sample_and_append(logits, order, works, same_row);
   stats_.max_running = std::max(stats_.max_running, static_cast<int64_t>(running_.size()));
+  t = std::chrono::steady_clock::now();
   emit_updates();
+  stats_.emit_s += seconds_since(t);
 }
 
 std::vector<SequenceState*> EngineCore::fork_followers(SequenceState* leader) {
@@ -340,8 +355,11 @@ void EngineCore::sample_and_append(const torch::Tensor& logits, const std::vecto
   for (SequenceState* s : seqs)
     sampling.push_back({&s->request->request.sampling, s->seed,
                         static_cast<int64_t>(s->tokens.size()) - s->prompt_len, &s->tokens});
+  auto t = std::chrono::steady_clock::now();
   std::vector<SampledToken> drawn = sampler_->sample(x, sampling);
+  stats_.sample_s += seconds_since(t);
   for (std::size_t i = 0; i < seqs.size(); ++i) append(seqs[i], drawn[i]);
+  stats_.append_s += seconds_since(t);
 }
 
 void EngineCore::append(SequenceState* s, const SampledToken& t) {
@@ -370,7 +388,7 @@ void EngineCore::append(SequenceState* s, const SampledToken& t) {
     reason = FinishReason::kLength;
   }
   if (reason == FinishReason::kNone) {
-    out.text = s->stop.text().substr(0, out.text.size() + piece.emit.size());
+    out.text += piece.emit;  // == the emitted prefix of s->stop.text(); appending keeps a token O(1), not O(length)
     return;
   }
   if (!piece.stopped) delta.text += s->stop.append(s->detok.flush()).emit;
