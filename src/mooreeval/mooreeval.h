@@ -36,6 +36,8 @@ namespace musacoder::mooreeval {
 using Task = task::TaskSpec;         // a KernelBench-format task (load_task / load_suite)
 using Verdict = eval::Verdict;       // the result of one evaluation; to_json(v) writes the schema
 using VerdictClass = eval::VerdictClass;
+using Stage = eval::Stage;  // where a verdict was decided; stage_name(s) is its JSON word
+using eval::stage_name;
 using eval::to_json;
 using eval::verdict_name;
 

@@ -131,7 +131,7 @@ TEST(BuildTimeout, ExceedingMaxBuildSecondsIsATimeout) {
   eval::Evaluator ev(options);
   auto v = evaluate_file(ev, "elementwise/add", kSourceDir / "tests/fixtures/candidates/correct_cpu.py");
   EXPECT_EQ(v.verdict, eval::VerdictClass::kTimeout) << v.message;
-  EXPECT_EQ(v.stage, "build");
+  EXPECT_EQ(v.stage, eval::Stage::kBuild);
   EXPECT_DOUBLE_EQ(v.reward.total, 0.0);
 }
 

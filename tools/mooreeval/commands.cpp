@@ -64,7 +64,7 @@ std::string progress(std::size_t done, std::size_t total, std::chrono::steady_cl
 
 void print_human(const eval::Verdict& v) {
   std::cout << "task:      " << v.task_id << " (" << v.backend << ")\n"
-            << "verdict:   " << eval::verdict_name(v.verdict) << " [" << v.stage << "]\n"
+            << "verdict:   " << eval::verdict_name(v.verdict) << " [" << eval::stage_name(v.stage) << "]\n"
             << "message:   " << v.message << "\n";
   if (v.scored()) {
     std::cout << "reward:    " << v.reward.total << " (" << v.reward_scheme << ": compile "

@@ -57,7 +57,7 @@ VerdictClass class_from_runner_status(const std::string& status) {
 struct Draft {
   Verdict v;
   std::string log;
-  Verdict& fail(VerdictClass c, const std::string& stage, const std::string& message) {
+  Verdict& fail(VerdictClass c, Stage stage, const std::string& message) {
     v.verdict = c;
     v.stage = stage;
     v.message = message;
@@ -81,7 +81,7 @@ std::string runner_log(const run::RunnerOutcome& o) {
 }
 
 // What a candidate process's end means when it did not finish cleanly.
-Verdict& classify_candidate_failure(Draft& d, const run::RunnerOutcome& o, const std::string& stage,
+Verdict& classify_candidate_failure(Draft& d, const run::RunnerOutcome& o, Stage stage,
                                     double max_run_seconds) {
   d.log += runner_log(o);
   const bool candidate_code_ran = run::fault_of_phase(o.phase) == run::Fault::kCandidate;
@@ -142,13 +142,13 @@ std::optional<json> run_inspection(const EvalOptions& options, const UntrustedJo
   d.v.seconds.inspect = since(t0);
   if (inspected.ok()) note_runner_seconds(d.v, "inspect", *inspected);
   if (!inspected.ok()) {
-    d.fail(VerdictClass::kInfraError, "inspect", inspected.status().message());
+    d.fail(VerdictClass::kInfraError, Stage::kInspect, inspected.status().message());
     return std::nullopt;
   }
   if (!inspected->result || inspected->result->value("status", "") != "ok") {
     run::RunnerOutcome o = std::move(inspected).value();
     o.phase = "candidate_inspect";  // any crash here happened in candidate code
-    classify_candidate_failure(d, o, "inspect", max_run_seconds);
+    classify_candidate_failure(d, o, Stage::kInspect, max_run_seconds);
     return std::nullopt;
   }
   return std::move(inspected->result);
@@ -161,7 +161,7 @@ bool screen_inspection(const EvalOptions& options, const json& inspected, Draft&
   for (const auto& j : inspected.value("extensions", json::array())) {
     auto s = build::extension_spec_from_json(j);
     if (!s.ok()) {
-      d.fail(VerdictClass::kInfraError, "inspect", s.status().message());
+      d.fail(VerdictClass::kInfraError, Stage::kInspect, s.status().message());
       return true;
     }
     specs.push_back(std::move(s).value());
@@ -174,7 +174,7 @@ bool screen_inspection(const EvalOptions& options, const json& inspected, Draft&
     for (auto& f : legality::check_build_flags(specs)) d.v.legality.push_back(f);
   }
   if (d.v.legality.empty()) return false;
-  d.fail(VerdictClass::kIllegal, "legality", legality::describe(d.v.legality));
+  d.fail(VerdictClass::kIllegal, Stage::kLegality, legality::describe(d.v.legality));
   return true;
 }
 
@@ -199,7 +199,7 @@ std::optional<json> inspect_candidate(const EvalOptions& options, const InspectC
   }
   auto job = place();
   if (!job.ok()) {
-    d.fail(VerdictClass::kInfraError, "inspect", job.status().message());
+    d.fail(VerdictClass::kInfraError, Stage::kInspect, job.status().message());
     return std::nullopt;
   }
   auto result = run_inspection(options, *job, d);
@@ -555,7 +555,7 @@ void Evaluator::score(Verdict& v) const {
 Verdict Evaluator::reject_submission(const task::TaskSpec& task, const std::string& message) const {
   Verdict v = new_verdict(task);
   v.verdict = VerdictClass::kFormatError;
-  v.stage = "extract";
+  v.stage = Stage::kExtract;
   v.message = message;
   score(v);
   return v;
@@ -573,20 +573,20 @@ Verdict Evaluator::screen(const task::TaskSpec& task, std::string_view submissio
   };
   auto submission_code = candidate::extract_candidate(submission, {options_.max_submission_bytes});
   if (!submission_code.ok())
-    return finalize(d.fail(VerdictClass::kFormatError, "extract", submission_code.status().message()));
+    return finalize(d.fail(VerdictClass::kFormatError, Stage::kExtract, submission_code.status().message()));
   d.v.candidate_sha256 = submission_code->source_sha256;
   auto work = TempDir::create("mooreeval-screen-", options_.work_root);
-  if (!work.ok()) return finalize(d.fail(VerdictClass::kInfraError, "prepare", work.status().message()));
+  if (!work.ok()) return finalize(d.fail(VerdictClass::kInfraError, Stage::kPrepare, work.status().message()));
   const fs::path candidate_path = work->path() / "candidate.py";
   if (!write_file_atomic(candidate_path, submission_code->source).ok())
-    return finalize(d.fail(VerdictClass::kInfraError, "prepare", "cannot write the candidate file"));
+    return finalize(d.fail(VerdictClass::kInfraError, Stage::kPrepare, "cannot write the candidate file"));
   // Inspecting executes the candidate's module: in a sandbox (warm or cold) when there is one.
   auto sandbox = this->sandbox();
   if (!sandbox.ok())
-    return finalize(d.fail(VerdictClass::kInfraError, "prepare", sandbox.status().message()));
+    return finalize(d.fail(VerdictClass::kInfraError, Stage::kPrepare, sandbox.status().message()));
   auto job_sandbox = (*sandbox)->for_job();
   if (!job_sandbox.ok())
-    return finalize(d.fail(VerdictClass::kInfraError, "prepare", job_sandbox.status().message()));
+    return finalize(d.fail(VerdictClass::kInfraError, Stage::kPrepare, job_sandbox.status().message()));
   run::RunnerOptions runner = runner_options();
   // The trusted warm runner never forks candidate code when there is a sandbox.
   if (job_sandbox->active()) runner.warm.reset();
@@ -606,7 +606,7 @@ Verdict Evaluator::screen(const task::TaskSpec& task, std::string_view submissio
   std::vector<build::ExtensionSpec> specs;
   if (!inspected || screen_inspection(options_, *inspected, d, specs)) return finalize(d.v);
   d.v.verdict = VerdictClass::kOk;
-  d.v.stage = "legality";
+  d.v.stage = Stage::kLegality;
   d.v.message = "passed the static checks (not built, not run)";
   return finalize(d.v);
 }
@@ -630,32 +630,32 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   auto submission_code = candidate::extract_candidate(submission, {options_.max_submission_bytes});
   d.v.seconds.extract = since(t0);
   if (!submission_code.ok())
-    return finalize(d.fail(VerdictClass::kFormatError, "extract", submission_code.status().message()));
+    return finalize(d.fail(VerdictClass::kFormatError, Stage::kExtract, submission_code.status().message()));
   d.v.candidate_sha256 = submission_code->source_sha256;
 
   auto toolchain = this->toolchain();
   if (!toolchain.ok())
-    return finalize(d.fail(VerdictClass::kInfraError, "prepare", toolchain.status().message()));
+    return finalize(d.fail(VerdictClass::kInfraError, Stage::kPrepare, toolchain.status().message()));
   auto sandbox = this->sandbox();
   if (!sandbox.ok())
-    return finalize(d.fail(VerdictClass::kInfraError, "prepare", sandbox.status().message()));
+    return finalize(d.fail(VerdictClass::kInfraError, Stage::kPrepare, sandbox.status().message()));
   d.v.config["sandbox"] = (*sandbox)->settings();
   auto job_sandbox = (*sandbox)->for_job();  // one uid for every process of this evaluation
   if (!job_sandbox.ok())
-    return finalize(d.fail(VerdictClass::kInfraError, "prepare", job_sandbox.status().message()));
+    return finalize(d.fail(VerdictClass::kInfraError, Stage::kPrepare, job_sandbox.status().message()));
   const sandbox::JobSandbox& jail = *job_sandbox;
   auto work = TempDir::create("mooreeval-job-", options_.work_root);
-  if (!work.ok()) return finalize(d.fail(VerdictClass::kInfraError, "prepare", work.status().message()));
+  if (!work.ok()) return finalize(d.fail(VerdictClass::kInfraError, Stage::kPrepare, work.status().message()));
   if (options_.keep_work_dirs) work->keep();
   auto dirs = make_job_dirs(work->path());
-  if (!dirs.ok()) return finalize(d.fail(VerdictClass::kInfraError, "prepare", dirs.status().message()));
+  if (!dirs.ok()) return finalize(d.fail(VerdictClass::kInfraError, Stage::kPrepare, dirs.status().message()));
   const fs::path dir = dirs->root;
   const fs::path candidate_path = dir / "candidate.py";
   const fs::path task_path = fs::absolute(task.path);
   const fs::path runner_dir = fs::absolute(options_.runner.runner_dir);
   const auto run_kind = run_job_kind();
   if (!write_file_atomic(candidate_path, submission_code->source).ok())
-    return finalize(d.fail(VerdictClass::kInfraError, "prepare", "cannot write the candidate file"));
+    return finalize(d.fail(VerdictClass::kInfraError, Stage::kPrepare, "cannot write the candidate file"));
 
   // Fresh seeds per evaluation (or a verdict's, replayed); both sides get the same ones.
   const EvalSeeds seeds = draw_seeds(task.trials);
@@ -718,7 +718,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   std::unique_ptr<run::RunnerSession> reference;
   if (!residents) {
     auto started = start_reference(runner, kBeforeRunSlot);
-    if (!started.ok()) return finalize(d.fail(VerdictClass::kInfraError, "run", started.status().message()));
+    if (!started.ok()) return finalize(d.fail(VerdictClass::kInfraError, Stage::kRun, started.status().message()));
     reference = std::move(started).value();
   }
 
@@ -758,7 +758,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   std::optional<CandidateRun> cand_run;
   if (auto permit = Permit::try_take(*candidate_permits_)) {
     auto early = start_candidate(std::move(*permit), {}, /*early=*/true);
-    if (!early.ok()) return finalize(d.fail(VerdictClass::kInfraError, "run", early.status().message()));
+    if (!early.ok()) return finalize(d.fail(VerdictClass::kInfraError, Stage::kRun, early.status().message()));
     if (*early) cand_run.emplace(std::move(**early));
   }
 
@@ -821,13 +821,13 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
     case build::BuildOutcome::kOk:
       break;
     case build::BuildOutcome::kCompileError:
-      return finalize(d.fail(VerdictClass::kCompileError, "build", "the extension failed to compile"));
+      return finalize(d.fail(VerdictClass::kCompileError, Stage::kBuild, "the extension failed to compile"));
     case build::BuildOutcome::kTimeout:
-      return finalize(d.fail(VerdictClass::kTimeout, "build",
+      return finalize(d.fail(VerdictClass::kTimeout, Stage::kBuild,
                              "the build exceeded --max-build-seconds (" +
                                  std::to_string(options_.max_build.count() / 1000.0) + " s)"));
     case build::BuildOutcome::kInfraError:
-      return finalize(d.fail(VerdictClass::kInfraError, "build", "the build could not run: " + built.log));
+      return finalize(d.fail(VerdictClass::kInfraError, Stage::kBuild, "the build could not run: " + built.log));
   }
   d.v.compiled = true;
   for (const auto& e : built.extensions) {
@@ -838,7 +838,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
         d.v.legality.push_back(f);
   }
   if (!d.v.legality.empty())
-    return finalize(d.fail(VerdictClass::kIllegal, "legality", legality::describe(d.v.legality)));
+    return finalize(d.fail(VerdictClass::kIllegal, Stage::kLegality, legality::describe(d.v.legality)));
 
   // 5. Run reference and candidate in the run slot.
   if (!cand_run) {
@@ -848,9 +848,9 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
       if (e.lean && shim) libraries.push_back(fs::absolute(shim->library));
     }
     auto started = start_candidate(Permit::take(*candidate_permits_), std::move(libraries), /*early=*/false);
-    if (!started.ok()) return finalize(d.fail(VerdictClass::kInfraError, "run", started.status().message()));
+    if (!started.ok()) return finalize(d.fail(VerdictClass::kInfraError, Stage::kRun, started.status().message()));
     if (!*started)
-      return finalize(d.fail(VerdictClass::kInfraError, "run", "the candidate runner did not start"));
+      return finalize(d.fail(VerdictClass::kInfraError, Stage::kRun, "the candidate runner did not start"));
     cand_run.emplace(std::move(**started));
   }
   const UntrustedJob& place = cand_run->place;
@@ -866,18 +866,18 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
       auto library =
           place.provide(e.library, "ext" + std::to_string(i) + "-" + e.library.filename().string());
       if (!library.ok())
-        return finalize(d.fail(VerdictClass::kInfraError, "run", library.status().message()));
+        return finalize(d.fail(VerdictClass::kInfraError, Stage::kRun, library.status().message()));
       json entry = {{"name", e.name}, {"path", library->string()}};
       if (e.lean && shim) entry["lean_shim"] = shim->library.string();
       late[key(JobKey::kExtensions)].push_back(entry);
     }
     const fs::path written = dirs->candidate / run::kLateJobName;
     if (!write_file_atomic(written, late.dump()).ok())
-      return finalize(d.fail(VerdictClass::kInfraError, "run", "cannot write the candidate's late job file"));
+      return finalize(d.fail(VerdictClass::kInfraError, Stage::kRun, "cannot write the candidate's late job file"));
     auto provided = place.provide(written, std::string(run::kLateJobName));
     if (!provided.ok() || *provided != cand_run->late_job)
       return finalize(
-          d.fail(VerdictClass::kInfraError, "run", "cannot hand the late job file to the candidate"));
+          d.fail(VerdictClass::kInfraError, Stage::kRun, "cannot hand the late job file to the candidate"));
   }
   const auto t_wait = Clock::now();
   std::optional<Permit> run_slot;
@@ -903,7 +903,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
     if (!started.ok()) {
       cand_run->session->set_deadline(std::chrono::milliseconds(0));
       cand_run->session->finish();
-      return finalize(d.fail(VerdictClass::kInfraError, "run", started.status().message()));
+      return finalize(d.fail(VerdictClass::kInfraError, Stage::kRun, started.status().message()));
     }
     reference = std::move(started).value();
   } else {
@@ -918,7 +918,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
     auto o = ref.finish();
     d.log += runner_log(o);
     return finalize(
-        d.fail(VerdictClass::kInfraError, "run", "the reference runner failed to start: " + o.error));
+        d.fail(VerdictClass::kInfraError, Stage::kRun, "the reference runner failed to start: " + o.error));
   }
   slot_lap("reference_ready");
   // Both sides' trials run at once (neither is timed; only we see both outputs): the slot
@@ -931,13 +931,13 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
     cand.set_deadline(std::chrono::milliseconds(0));  // its trials are of no use now
     cand.finish();
     std::string why = o.result ? o.result->value("message", "") : o.error;
-    return finalize(d.fail(VerdictClass::kInfraError, "run", "the reference failed: " + why));
+    return finalize(d.fail(VerdictClass::kInfraError, Stage::kRun, "the reference failed: " + why));
   }
   if (!cand.wait_for(gate(Gate::kOutputsReady))) {
     ref.finish();
     auto o = cand.finish();
     d.v.seconds.run = since(t0);
-    return finalize(classify_candidate_failure(d, o, "run", max_run_seconds));
+    return finalize(classify_candidate_failure(d, o, Stage::kRun, max_run_seconds));
   }
   d.v.seconds.run = since(t0);
   untimed.unlock();
@@ -950,7 +950,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
     ref.finish();
     cand.finish();
     return finalize(
-        d.fail(VerdictClass::kInfraError, "verify",
+        d.fail(VerdictClass::kInfraError, Stage::kVerify,
                "unreadable outputs: " + (!ref_out.ok() ? ref_out.status() : cand_out.status()).message()));
   }
   auto numeric = verify::compare_outputs(*ref_out, *cand_out, tol);
@@ -977,7 +977,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
       auto o = ref.finish();
       cand.finish();
       d.log += runner_log(o);
-      return finalize(d.fail(VerdictClass::kInfraError, "benchmark", "the reference benchmark failed"));
+      return finalize(d.fail(VerdictClass::kInfraError, Stage::kBenchmark, "the reference benchmark failed"));
     }
   }
   cand.command(command(all_pass ? Command::kBench : Command::kExit));
@@ -1013,13 +1013,13 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   if (all_pass) {
     if (!ref_done.result || ref_done.result->value("status", "") != "ok") {
       d.log += runner_log(ref_done);
-      return finalize(d.fail(VerdictClass::kInfraError, "benchmark", "the reference benchmark failed"));
+      return finalize(d.fail(VerdictClass::kInfraError, Stage::kBenchmark, "the reference benchmark failed"));
     }
     d.v.reference_time = timing_from(*ref_done.result);
   }
   if (!cand_done.result || cand_done.result->value("status", "") != "ok")
     return finalize(
-        classify_candidate_failure(d, cand_done, all_pass ? "benchmark" : "run", max_run_seconds));
+        classify_candidate_failure(d, cand_done, all_pass ? Stage::kBenchmark : Stage::kRun, max_run_seconds));
 
   // 8. Legality, dynamic part: dispatched aten ops, run-time findings, consistency calls.
   const json& cand_result = *cand_done.result;
@@ -1035,7 +1035,7 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
     auto ref_checks = verify::read_output_file(run::checks_file(dirs->reference, run::Side::kReference));
     auto cand_checks = verify::read_output_file(run::checks_file(cand_dir, run::Side::kCandidate));
     if (!ref_checks.ok())
-      return finalize(d.fail(VerdictClass::kInfraError, "verify",
+      return finalize(d.fail(VerdictClass::kInfraError, Stage::kVerify,
                              "unreadable reference check outputs: " + ref_checks.status().message()));
     if (!cand_checks.ok()) {
       d.v.legality.push_back({"inconsistent_result",
@@ -1052,17 +1052,17 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   if (!d.v.legality.empty()) {
     d.v.reference_time.reset();
     d.v.speedup_check.reset();
-    return finalize(d.fail(VerdictClass::kIllegal, "legality", legality::describe(d.v.legality)));
+    return finalize(d.fail(VerdictClass::kIllegal, Stage::kLegality, legality::describe(d.v.legality)));
   }
 
-  if (!all_pass) return finalize(d.fail(VerdictClass::kWrongAnswer, "verify", numeric.first_failure));
+  if (!all_pass) return finalize(d.fail(VerdictClass::kWrongAnswer, Stage::kVerify, numeric.first_failure));
   d.v.candidate_time = timing_from(cand_result);
   if (d.v.reference_time && d.v.candidate_time && d.v.candidate_time->median_ms > 0)
     d.v.speedup = d.v.reference_time->median_ms / d.v.candidate_time->median_ms;
   if (d.v.speedup && d.v.speedup_check)
     d.v.speedup = std::min(*d.v.speedup, d.v.speedup_check->recheck_speedup);
   d.v.verdict = VerdictClass::kOk;
-  d.v.stage = "benchmark";
+  d.v.stage = Stage::kBenchmark;
   d.v.message = "all " + std::to_string(numeric.trials) + " trials within tolerance";
   if (d.v.speedup_check)
     d.v.message += "; speedup re-measured (" + std::to_string(d.v.speedup_check->event_speedup) +

@@ -4,6 +4,22 @@ namespace musacoder::eval {
 
 using nlohmann::json;
 
+const char* stage_name(Stage s) {
+  switch (s) {
+    case Stage::kNone: return "";
+    case Stage::kQueue: return "queue";
+    case Stage::kExtract: return "extract";
+    case Stage::kPrepare: return "prepare";
+    case Stage::kInspect: return "inspect";
+    case Stage::kLegality: return "legality";
+    case Stage::kBuild: return "build";
+    case Stage::kRun: return "run";
+    case Stage::kVerify: return "verify";
+    case Stage::kBenchmark: return "benchmark";
+  }
+  return "";
+}
+
 const char* verdict_name(VerdictClass v) {
   switch (v) {
     case VerdictClass::kOk:
@@ -68,7 +84,7 @@ json to_json(const Verdict& v) {
       {"backend", v.backend},
       {"verdict", verdict_name(v.verdict)},
       {"message", v.message},
-      {"stage", v.stage},
+      {"stage", stage_name(v.stage)},
       {"reward", reward},
       {"compiled", v.compiled},
       {"trials", v.trials},

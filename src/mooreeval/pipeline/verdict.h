@@ -27,6 +27,22 @@ enum class VerdictClass {
 
 const char* verdict_name(VerdictClass v);
 
+// The stage that decided a verdict, in pipeline order; stage_name is the verdict JSON's "stage".
+enum class Stage {
+  kNone,       // "": not decided yet
+  kQueue,      // the service gave up on the job before it ran (shutdown, cancellation)
+  kExtract,    // the submission's text
+  kPrepare,    // our set-up: toolchain, sandbox, work directory
+  kInspect,    // importing the candidate's module to read its extension specs
+  kLegality,   // the static rules
+  kBuild,      // compile and link
+  kRun,        // the candidate's process
+  kVerify,     // the numeric check
+  kBenchmark,  // timing
+};
+
+const char* stage_name(Stage s);
+
 struct TimingStats {
   double median_ms = 0, p10_ms = 0, p90_ms = 0, min_ms = 0;
   int iters = 0;
@@ -69,7 +85,7 @@ struct Verdict {
   std::string backend;
   VerdictClass verdict = VerdictClass::kInfraError;
   std::string message;  // one line: why this verdict
-  std::string stage;    // the stage that decided: extract|inspect|legality|build|run|verify|benchmark
+  Stage stage = Stage::kNone;  // the stage that decided
   bool compiled = false;
   int trials = 0;
   int passed = 0;

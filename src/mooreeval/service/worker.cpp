@@ -46,7 +46,7 @@ eval::Verdict poison_verdict(const eval::Evaluator& evaluator, const TaskCatalog
                 std::to_string(d.deliveries) + " times, limit " + std::to_string(max_deliveries) +
                 "); not evaluated again");
   v.verdict = eval::VerdictClass::kInfraError;
-  v.stage = "queue";
+  v.stage = eval::Stage::kQueue;
   v.attempts = d.deliveries - 1;
   return v;
 }
@@ -143,7 +143,7 @@ void WorkerPool::handle(WorkSource& source, const std::string& consumer, const D
     spec.id = d.job.task_id;
     v = evaluator_.reject_submission(spec, "");
     v.verdict = eval::VerdictClass::kInfraError;
-    v.stage = "queue";
+    v.stage = eval::Stage::kQueue;
     v.message = "worker " + consumer + " has no task '" + d.job.task_id + "' in its suite (--tasks)";
   }
   evaluated_++;
