@@ -42,6 +42,9 @@ TEST_P(CpuBroken, GetsItsVerdictClass) {
   if (c.expected != "ok") {
     EXPECT_LT(v.reward.total, 0.6) << c.file;
   }
+  if (c.expected == "illegal") {
+    EXPECT_DOUBLE_EQ(v.reward.total, 0.0) << c.file << ": a hack earns nothing";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, CpuBroken, ::testing::ValuesIn(broken_cases("cpu")),

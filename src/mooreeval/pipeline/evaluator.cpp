@@ -545,10 +545,10 @@ Verdict Evaluator::new_verdict(const task::TaskSpec& task) const {
 }
 
 void Evaluator::score(Verdict& v) const {
-  reward::RewardInputs in{v.compiled,
-                          v.verdict == VerdictClass::kOk || v.verdict == VerdictClass::kWrongAnswer,
-                          v.trials ? static_cast<double>(v.passed) / v.trials : 0.0, v.speedup};
-  if (v.verdict == VerdictClass::kIllegal) in = {};  // a hack earns nothing
+  const reward::RewardInputs in{v.compiled,
+                                v.verdict == VerdictClass::kOk || v.verdict == VerdictClass::kWrongAnswer,
+                                v.trials ? static_cast<double>(v.passed) / v.trials : 0.0, v.speedup,
+                                v.verdict != VerdictClass::kIllegal};
   if (v.scored()) v.reward = reward::compute_reward(in, options_.reward);
 }
 

@@ -24,6 +24,7 @@ const char* scheme_name(Scheme s) {
 }
 
 RewardBreakdown compute_reward(const RewardInputs& in, const RewardOptions& o) {
+  if (!in.legal) return compute_reward(RewardInputs{}, o);  // a hack earns nothing
   RewardBreakdown r;
   const double q = std::clamp(in.pass_fraction, 0.0, 1.0);
   const bool all_pass = in.compiled && in.ran && q >= 1.0;

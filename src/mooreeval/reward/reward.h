@@ -31,6 +31,7 @@ struct RewardInputs {
   bool ran = false;               // the candidate ran to completion on every trial
   double pass_fraction = 0.0;     // trials within tolerance / trials
   std::optional<double> speedup;  // reference median / candidate median, only at 100% pass
+  bool legal = true;              // false: it broke a legality rule (fallback, reference call, timing hack)
 };
 
 struct RewardBreakdown {
@@ -40,6 +41,8 @@ struct RewardBreakdown {
   double performance_part = 0.0;
 };
 
+// The reward of one candidate. The policy every scheme shares: an illegal candidate earns exactly what one that
+// never compiled earns, whatever it compiled, passed or timed (a hack earns nothing).
 RewardBreakdown compute_reward(const RewardInputs& in, const RewardOptions& options);
 
 }  // namespace musacoder::reward

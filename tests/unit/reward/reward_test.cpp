@@ -36,6 +36,17 @@ TEST(Reward, KevinScheme) {
   EXPECT_DOUBLE_EQ(compute_reward({true, true, 0.9, 1.5}, o).total, 0.0);
 }
 
+TEST(Reward, AnIllegalCandidateEarnsWhatANonCompilingOneEarnsInEveryScheme) {
+  for (Scheme s : {Scheme::kLesson, Scheme::kTiered, Scheme::kKevin}) {
+    RewardOptions o{s};
+    const RewardBreakdown hack = compute_reward({true, true, 1.0, 5.0, /*legal=*/false}, o);
+    const RewardBreakdown nothing = compute_reward({false, false, 0.0, std::nullopt}, o);
+    EXPECT_DOUBLE_EQ(hack.total, nothing.total) << scheme_name(s);
+    EXPECT_DOUBLE_EQ(hack.compile_part, 0.0) << scheme_name(s);
+    EXPECT_LT(hack.total, compute_reward({true, true, 1.0, 5.0}, o).total) << scheme_name(s);
+  }
+}
+
 TEST(Reward, ParseSchemes) {
   EXPECT_EQ(*parse_scheme("tiered"), Scheme::kTiered);
   EXPECT_FALSE(parse_scheme("bogus").ok());
