@@ -1,7 +1,7 @@
-// SFT training throughput of our step (TrainingForward + chunked LM-head cross-entropy + fp32-master fused
-// AdamW) on a randomly initialised model of a given shape (default Qwen2.5-Coder-1.5B), one GPU, bf16. Prints
-// one JSON line per configuration: tokens/s, MFU (vs --peak-tflops), peak allocated memory. The
-// PyTorch/transformers eager baseline is sft_throughput_reference.py; run_sft_throughput.sh runs both and
+// SFT training throughput of our step (TrainingForward + chunked LM-head cross-entropy + fp32-master fused AdamW)
+// on a randomly initialised model of a given shape (default Qwen2.5-Coder-1.5B), one GPU, bf16.
+// Prints one JSON line per configuration: tokens/s, MFU (vs --peak-tflops), peak allocated memory.
+// The PyTorch/transformers eager baseline is sft_throughput_reference.py; run_sft_throughput.sh runs both and
 // prints them side by side.
 #include <ATen/DeviceAccelerator.h>
 #include <torch/torch.h>
@@ -68,19 +68,7 @@ int main(int argc, char** argv) {
   torch::Device dev(torch::kCUDA, 0);
   model::ModelConfig c = shape(f);
   model::Decoder m(c);
-  {
-    // transformers' _init_weights (initializer_range 0.02), so the loss starts near ln(vocab) as the
-    // baseline's
-    torch::NoGradGuard no_grad;
-    for (auto& p : m->named_parameters()) {
-      if (p.key().find("norm") != std::string::npos)
-        p.value().fill_(1.0);
-      else if (p.key().ends_with(".bias"))
-        p.value().zero_();
-      else
-        p.value().normal_(0.0, 0.02);
-    }
-  }
+  model::init_like_transformers(m, 0);  // so the loss starts near ln(vocab), as the baseline's does
   m->to(dev, torch::kBFloat16);
   m->train();
   std::vector<train::NamedParam> params;
@@ -92,8 +80,7 @@ int main(int argc, char** argv) {
   train::AdamW opt(params, {0.9, 0.95, 1e-8, 0.0, true});
   train::TrainingForward fwd(c);
   const int64_t chunk = train::lm_loss_chunk_rows(c.vocab_size);
-  torch::Tensor ids = torch::randint(0, c.vocab_size, {f.batch, f.seq},
-                                     torch::TensorOptions().device(dev).dtype(torch::kLong));
+  torch::Tensor ids = torch::randint(0, c.vocab_size, {f.batch, f.seq}, torch::TensorOptions().device(dev).dtype(torch::kLong));
   torch::Tensor positions = torch::arange(f.batch * f.seq - 1, ids.options());  // every position but the last
   torch::Tensor targets = ids.reshape({-1}).narrow(0, 1, f.batch * f.seq - 1);
   auto step = [&] {
@@ -121,11 +108,10 @@ int main(int argc, char** argv) {
   const double tps = tokens / secs;
   const double peak_gib =
       static_cast<double>(at::accelerator::getDeviceStats(0).allocated_bytes[0].peak) / (1u << 30);
-  std::printf(
-      "{\"impl\": \"musacoder\", \"checkpointing\": %s, \"seq\": %lld, \"tokens_per_second\": %.1f, "
-      "\"mfu\": %.4f, \"peak_memory_gib\": %.2f, \"loss\": %.4f, \"params\": %lld}\n",
-      f.checkpointing ? "true" : "false", static_cast<long long>(f.seq), tps,
-      tps * per_token / (f.peak_tflops * 1e12), peak_gib, loss.item<double>(),
-      static_cast<long long>(n_params));
+  std::printf("{\"impl\": \"musacoder\", \"checkpointing\": %s, \"seq\": %lld, \"tokens_per_second\": %.1f, "
+              "\"mfu\": %.4f, \"peak_memory_gib\": %.2f, \"loss\": %.4f, \"params\": %lld}\n",
+              f.checkpointing ? "true" : "false", static_cast<long long>(f.seq), tps,
+              tps * per_token / (f.peak_tflops * 1e12), peak_gib, loss.item<double>(),
+              static_cast<long long>(n_params));
   return 0;
 }

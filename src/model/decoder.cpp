@@ -182,6 +182,20 @@ torch::Tensor DecoderImpl::forward_step(const torch::Tensor& input_ids, KVCache&
   return torch::nn::functional::linear(h, output_weight());
 }
 
+void init_like_transformers(Decoder& m, uint64_t seed, double initializer_range) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(seed);
+  for (auto& p : m->named_parameters()) {
+    const std::string& name = p.key();
+    if (name.find("norm") != std::string::npos)
+      p.value().fill_(1.0);
+    else if (name.ends_with(".bias"))
+      p.value().zero_();
+    else
+      p.value().normal_(0.0, initializer_range);
+  }
+}
+
 torch::Tensor packed_causal_mask(const torch::Tensor& sequence_ids) {
   const int64_t T = sequence_ids.size(1);
   torch::Tensor same = sequence_ids.unsqueeze(2) == sequence_ids.unsqueeze(1);  // (B, T, T)

@@ -130,4 +130,8 @@ torch::Tensor packed_causal_mask(const torch::Tensor& sequence_ids);
 // Positions restarting at 0 wherever sequence_ids changes along T: (B, T) int64.
 torch::Tensor packed_position_ids(const torch::Tensor& sequence_ids);
 
+// Random weights as transformers' _init_weights makes them (torch::manual_seed(seed) first): norms 1, biases 0,
+// every other tensor N(0, initializer_range²).
+void init_like_transformers(Decoder& m, uint64_t seed, double initializer_range = 0.02);
+
 }  // namespace musacoder::model

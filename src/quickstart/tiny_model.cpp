@@ -61,20 +61,6 @@ nlohmann::json qwen2_config(const QuickstartOptions& o, int32_t vocab) {
           {"use_sliding_window", false}};
 }
 
-void init_like_transformers(model::Decoder& m, uint64_t seed) {
-  torch::NoGradGuard no_grad;
-  torch::manual_seed(seed);
-  for (auto& p : m->named_parameters()) {
-    const std::string& name = p.key();
-    if (name.find("norm") != std::string::npos)
-      p.value().fill_(1.0);
-    else if (name.ends_with(".bias"))
-      p.value().zero_();
-    else
-      p.value().normal_(0.0, 0.02);
-  }
-}
-
 Status write_tokenizer(const QuickstartOptions& o, const fs::path& sft_jsonl, const fs::path& dir,
                        int32_t& vocab) {
   auto texts = corpus_texts(sft_jsonl);
@@ -106,7 +92,7 @@ Status make_tiny_model(const QuickstartOptions& o, const fs::path& sft_jsonl, co
   auto config = model::parse_config(qwen2_config(o, vocab));
   if (!config.ok()) return config.status();
   model::Decoder m(*config);
-  init_like_transformers(m, o.seed);
+  model::init_like_transformers(m, o.seed);
   return model::save_pretrained(m, dir);
 }
 
