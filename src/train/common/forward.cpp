@@ -67,8 +67,8 @@ torch::Tensor TrainingForward::hidden(model::Decoder& decoder, const model::Forw
     positions = torch::arange(T, in.input_ids.options()).unsqueeze(0).expand({B, T});
   }
   torch::Tensor h = decoder->model->embed_tokens(in.input_ids);
-  // A checkpointed layer whose input needs no grad would get no backward at all (frozen embeddings under
-  // LoRA): make the input a leaf that requires grad (transformers' enable_input_require_grads).
+  // A checkpointed layer whose input needs no grad would get no backward at all (frozen embeddings under LoRA):
+  // make the input a leaf that requires grad (transformers' enable_input_require_grads).
   if (checkpoint && torch::GradMode::is_enabled() && !h.requires_grad()) h = h.detach().requires_grad_(true);
   auto [cos, sin] = rope_.cos_sin(positions, h.scalar_type());
   torch::nn::ModuleList layers = decoder->model->layers;

@@ -53,23 +53,19 @@ class Driver {
     const int turn = static_cast<int>(t.turns.size());
     const RolloutPrompt& p = *s.prompt_of[i];
     if (o_.inject) {
-      if (auto text = o_.inject(p.task->id, step_, t.sample, turn))
-        return finish_generation(i, *text, {}, {}, true);
+      if (auto text = o_.inject(p.task->id, step_, t.sample, turn)) return finish_generation(i, *text, {}, {}, true);
     }
     engine::Request req;
     req.prompt_ids = t.ids;
     req.sampling.temperature = o_.temperature;
     req.sampling.top_p = o_.top_p;
     req.sampling.max_new_tokens = o_.max_new_tokens;
-    req.sampling.seed =
-        mix(mix(mix(mix(o_.seed, static_cast<uint64_t>(step_)), static_cast<uint64_t>(t.group)),
-                static_cast<uint64_t>(t.sample)),
-            static_cast<uint64_t>(turn));
+    req.sampling.seed = mix(mix(mix(mix(o_.seed, static_cast<uint64_t>(step_)), static_cast<uint64_t>(t.group)),
+                                static_cast<uint64_t>(t.sample)), static_cast<uint64_t>(turn));
     engine_.submit(std::move(req), [this, i](const engine::RequestUpdate& u) {
       if (!u.finished) return;
       if (!u.output.status.ok() || u.output.samples.empty()) {
-        return fail(
-            Status(u.output.status.ok() ? internal_error("the engine returned no sample") : u.output.status));
+        return fail(Status(u.output.status.ok() ? internal_error("the engine returned no sample") : u.output.status));
       }
       const engine::Sample& smp = u.output.samples[0];
       finish_generation(i, smp.text, smp.token_ids, smp.raw_logprobs, false);
@@ -77,8 +73,8 @@ class Driver {
   }
 
  private:
-  void finish_generation(std::size_t i, const std::string& text, std::vector<int32_t> ids,
-                         std::vector<float> logp, bool injected) {
+  void finish_generation(std::size_t i, const std::string& text, std::vector<int32_t> ids, std::vector<float> logp,
+                         bool injected) {
     if (injected) {
       auto enc = codec_.encode_text(text);
       if (!enc.ok()) return fail(enc.status());
@@ -202,8 +198,7 @@ Result<std::vector<Trajectory>> Rollout::run(const std::vector<RolloutPrompt>& p
   std::unique_lock lock(d.s.mu);
   d.s.cv.wait(lock, [&] { return d.s.pending == 0; });
   stats.generate_seconds += std::chrono::duration<double>(d.s.last_token - t0).count();
-  stats.verify_wait_seconds +=
-      std::max(0.0, std::chrono::duration<double>(d.s.last_verdict - d.s.last_token).count());
+  stats.verify_wait_seconds += std::max(0.0, std::chrono::duration<double>(d.s.last_verdict - d.s.last_token).count());
   if (!d.s.error.ok()) return d.s.error;
   return std::move(d.s.traj);
 }

@@ -28,8 +28,8 @@ class Engine;
 
 namespace musacoder::train::rl {
 
-// One prompt of the step: a task, and the conversation its K samples start from (a fresh task: [system,
-// user]; a BDR repair task: the failed attempt and its feedback appended).
+// One prompt of the step: a task, and the conversation its K samples start from (a fresh task: [system, user];
+// a BDR repair task: the failed attempt and its feedback appended).
 struct RolloutPrompt {
   const RlTask* task = nullptr;
   std::vector<prompts::Message> messages;
@@ -40,19 +40,18 @@ struct TurnRecord {
   int64_t begin = 0, end = 0;  // this turn's response tokens are ids[begin, end)
   std::string response;        // its text
   Reward reward;
-  bool injected = false;  // the response came from RolloutOptions::inject, not the engine
+  bool injected = false;       // the response came from RolloutOptions::inject, not the engine
 };
 
 struct Trajectory {
   int group = 0, sample = 0;
-  std::vector<int32_t> ids;  // prompt · response₁ · tail₁ · … (conversation.h)
-  std::vector<float>
-      rollout_logp;  // per token of ids: the engine's raw logprob (0 outside responses / injected)
+  std::vector<int32_t> ids;          // prompt · response₁ · tail₁ · … (conversation.h)
+  std::vector<float> rollout_logp;   // per token of ids: the engine's raw logprob (0 outside responses / injected)
   std::vector<TurnRecord> turns;
   std::vector<prompts::Message> messages;  // the conversation so far
   int infra_retries = 0;
-  bool dropped = false;       // an infra_error survived the retries: out of the group's statistics
-  bool context_stop = false;  // ended because another turn would not fit the engine's context
+  bool dropped = false;              // an infra_error survived the retries: out of the group's statistics
+  bool context_stop = false;         // ended because another turn would not fit the engine's context
   std::string drop_reason;
   std::vector<double> scores() const;
 };
@@ -64,9 +63,8 @@ struct RolloutOptions {
   double temperature = 0.9, top_p = 0.95;
   int64_t max_new_tokens = 1024;
   int infra_retries = 2;
-  // A repair turn starts only while the context (the engine's max_model_len) leaves room for this many
-  // response tokens (or max_new_tokens if fewer) after the feedback; otherwise the trajectory ends on its
-  // last turn.
+  // A repair turn starts only while the context (the engine's max_model_len) leaves room for this many response
+  // tokens (or max_new_tokens if fewer) after the feedback; otherwise the trajectory ends on its last turn.
   int64_t min_turn_tokens = 64;
   uint64_t seed = 42;  // sample seeds derive from (seed, step, group, sample, turn)
   // Test and probe seam: a response to use instead of sampling (task id, step, sample, turn) → text. Its
@@ -75,12 +73,11 @@ struct RolloutOptions {
 };
 
 struct RolloutStats {
-  double generate_seconds = 0;  // first submit → last token generated
-  double verify_wait_seconds =
-      0;  // last token generated → last verdict (time spent only waiting for rewards)
+  double generate_seconds = 0;     // first submit → last token generated
+  double verify_wait_seconds = 0;  // last token generated → last verdict (time spent only waiting for rewards)
   int64_t generated_tokens = 0;
   int64_t verify_jobs = 0, infra_retries = 0;
-  int64_t context_stops = 0;  // trajectories that ended because another turn would not fit the context
+  int64_t context_stops = 0;       // trajectories that ended because another turn would not fit the context
 };
 
 class Rollout {
@@ -88,8 +85,7 @@ class Rollout {
   Rollout(engine::Engine& engine, RewardEnv& rewards, const ChatCodec& codec, RolloutOptions options)
       : engine_(engine), rewards_(rewards), codec_(codec), options_(std::move(options)) {}
   // The trajectories of every prompt, group-major (prompt g's K samples at [g·K, (g+1)·K)).
-  Result<std::vector<Trajectory>> run(const std::vector<RolloutPrompt>& prompts, int64_t step,
-                                      RolloutStats& stats);
+  Result<std::vector<Trajectory>> run(const std::vector<RolloutPrompt>& prompts, int64_t step, RolloutStats& stats);
 
  private:
   engine::Engine& engine_;

@@ -1,5 +1,4 @@
-// One RL step: prompts → rollouts → credit → BDR → MirrorPop → PPO-clip + KL update (trainer.h lists the
-// order).
+// One RL step: prompts → rollouts → credit → BDR → MirrorPop → PPO-clip + KL update (trainer.h lists the order).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -19,12 +18,9 @@ namespace musacoder::train::rl {
 namespace mrl = ::musacoder::rl;
 namespace {
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// --- prompts
-// -------------------------------------------------------------------------------------------------
+// --- prompts -------------------------------------------------------------------------------------------------
 
 // Task index at stream position `pos`: each epoch is a permutation of the tasks seeded by (seed, epoch),
 // drawn from mt19937_64 output directly so every standard library gives the same order.
@@ -48,8 +44,8 @@ std::vector<prompts::Message> task_messages(const RlRun& r, const RlTask& t) {
   return prompts::render_task({t.source, t.description}, r.codec->prompt_options());
 }
 
-// BDR's repair task (the paper's variant): the task, the first failed attempt as the assistant's answer, and
-// its verdict as the feedback turn.
+// BDR's repair task (the paper's variant): the task, the first failed attempt as the assistant's answer, and its
+// verdict as the feedback turn.
 RolloutPrompt repair_prompt(const RlRun& r, const RlTask& t, const mrl::BufferedPrompt& b) {
   RolloutPrompt p{&t, task_messages(r, t), true};
   if (b.failed_attempts.empty()) return p;
@@ -75,11 +71,9 @@ std::vector<RolloutPrompt> step_prompts(const RlRun& r) {
   return out;
 }
 
-// --- BDR
-// -----------------------------------------------------------------------------------------------------
+// --- BDR -----------------------------------------------------------------------------------------------------
 
-mrl::ScoredGroup scored_group(const std::vector<Trajectory>& traj, std::size_t g, int k,
-                              const std::string& id) {
+mrl::ScoredGroup scored_group(const std::vector<Trajectory>& traj, std::size_t g, int k, const std::string& id) {
   mrl::ScoredGroup s{id, {}};
   for (std::size_t i = g * static_cast<std::size_t>(k); i < (g + 1) * static_cast<std::size_t>(k); ++i) {
     if (traj[i].dropped || traj[i].turns.empty()) continue;
@@ -123,14 +117,13 @@ Result<std::vector<uint8_t>> decide_groups(RlRun& r, const std::vector<RolloutPr
   return join;
 }
 
-// --- rows
-// ----------------------------------------------------------------------------------------------------
+// --- rows ----------------------------------------------------------------------------------------------------
 
 struct Rows {
   std::vector<RowTokens> tokens;
-  std::vector<std::size_t> traj;         // trajectory index of each row
-  RowValues rollout_logp;                // per row, per target
-  std::vector<double> group_pass_rate;   // per row
+  std::vector<std::size_t> traj;       // trajectory index of each row
+  RowValues rollout_logp;              // per row, per target
+  std::vector<double> group_pass_rate; // per row
   std::vector<uint8_t> injected_target;  // per row: 1 when any turn was injected (no rollout logprobs)
 };
 
@@ -154,8 +147,7 @@ Rows update_rows(const std::vector<Trajectory>& traj, const std::vector<SampleCr
   Rows rows;
   for (std::size_t i = 0; i < traj.size(); ++i) {
     const std::size_t g = i / static_cast<std::size_t>(k);
-    const bool any =
-        std::any_of(credit[i].mask.begin(), credit[i].mask.end(), [](uint8_t m) { return m != 0; });
+    const bool any = std::any_of(credit[i].mask.begin(), credit[i].mask.end(), [](uint8_t m) { return m != 0; });
     if (!join[g] || !credit[i].in_update || !any) continue;
     rows.tokens.push_back({traj[i].ids, credit[i].mask, credit[i].advantage});
     rows.traj.push_back(i);
@@ -177,21 +169,18 @@ std::vector<T> pick(const std::vector<T>& v, const std::vector<std::size_t>& kee
   return out;
 }
 
-// --- MirrorPop
-// -----------------------------------------------------------------------------------------------
+// --- MirrorPop -----------------------------------------------------------------------------------------------
 
 struct PopOutcome {
   std::vector<std::size_t> keep;  // rows trained
   double mean_divergence = 0;
 };
 
-Result<PopOutcome> mirror_pop(RlRun& r, const Rows& rows, const TokenBatch& batch,
-                              const RowValues& old_logp) {
+Result<PopOutcome> mirror_pop(RlRun& r, const Rows& rows, const TokenBatch& batch, const RowValues& old_logp) {
   PopOutcome out;
   for (std::size_t i = 0; i < rows.tokens.size(); ++i) out.keep.push_back(i);
   if (!r.pop || rows.tokens.empty()) return out;
-  const mrl::TokenBatchShape shape{static_cast<std::size_t>(batch.rows),
-                                   static_cast<std::size_t>(batch.cols)};
+  const mrl::TokenBatchShape shape{static_cast<std::size_t>(batch.rows), static_cast<std::size_t>(batch.cols)};
   const std::vector<double> logp = to_grid(old_logp, batch);
   std::vector<uint8_t> keep;
   if (r.o.mirrorpop_mode == "paper") {
@@ -199,8 +188,7 @@ Result<PopOutcome> mirror_pop(RlRun& r, const Rows& rows, const TokenBatch& batc
     const std::vector<double> roll = to_grid(rows.rollout_logp, batch);
     for (std::size_t c = 0; c < ratio.size(); ++c) {
       const std::size_t row = c / static_cast<std::size_t>(batch.cols);
-      ratio[c] =
-          rows.injected_target[row] ? 0.0 : ratio[c] - roll[c];  // injected text has no rollout logprobs
+      ratio[c] = rows.injected_target[row] ? 0.0 : ratio[c] - roll[c];  // injected text has no rollout logprobs
     }
     auto m = mrl::paper_sequence_mask(ratio, batch.mask, shape, r.o.mirrorpop_delta);
     if (!m.ok()) return invalid_argument("MirrorPop (paper): " + m.status().message());
@@ -226,8 +214,7 @@ Result<PopOutcome> mirror_pop(RlRun& r, const Rows& rows, const TokenBatch& batc
   return out;
 }
 
-// --- update
-// --------------------------------------------------------------------------------------------------
+// --- update --------------------------------------------------------------------------------------------------
 
 mrl::PolicyLossOptions loss_options(const RlOptions& o) {
   mrl::PolicyLossOptions p;
@@ -259,19 +246,16 @@ Result<LossStats> update_policy(RlRun& r, const Rows& rows, const std::vector<st
 
 Status update_mirror(RlRun& r) {
   if (!r.ema || !r.mirror) return {};
-  if (auto d = r.ema->decay_at(static_cast<std::size_t>(r.step)))
-    return ema_update_model(*r.mirror, *r.policy, *d);
+  if (auto d = r.ema->decay_at(static_cast<std::size_t>(r.step))) return ema_update_model(*r.mirror, *r.policy, *d);
   return {};
 }
 
-// --- metrics
-// -------------------------------------------------------------------------------------------------
+// --- metrics -------------------------------------------------------------------------------------------------
 
 void rollout_metrics(const std::vector<Trajectory>& traj, int max_turns, Scalars& s) {
   std::vector<double> best;
   std::map<std::string, double> verdicts;
-  std::vector<int> reached(static_cast<std::size_t>(max_turns), 0),
-      passed(static_cast<std::size_t>(max_turns), 0);
+  std::vector<int> reached(static_cast<std::size_t>(max_turns), 0), passed(static_cast<std::size_t>(max_turns), 0);
   double speedup_sum = 0, speedups = 0, length = 0, turns = 0, dropped = 0;
   for (const auto& t : traj) {
     if (t.dropped) {
@@ -296,18 +280,16 @@ void rollout_metrics(const std::vector<Trajectory>& traj, int max_turns, Scalars
   }
   double mean = 0, var = 0;
   for (double x : best) mean += x / std::max<double>(1, static_cast<double>(best.size()));
-  for (double x : best)
-    var += (x - mean) * (x - mean) / std::max<double>(1, static_cast<double>(best.size()));
+  for (double x : best) var += (x - mean) * (x - mean) / std::max<double>(1, static_cast<double>(best.size()));
   s.push_back({"reward/mean", mean});
   s.push_back({"reward/std", std::sqrt(var)});
   for (int j = 0; j < max_turns; ++j) {
     const auto u = static_cast<std::size_t>(j);
-    s.push_back({"pass_rate/turn" + std::to_string(j + 1),
-                 reached[u] ? static_cast<double>(passed[u]) / reached[u] : 0.0});
+    s.push_back({"pass_rate/turn" + std::to_string(j + 1), reached[u] ? static_cast<double>(passed[u]) / reached[u] : 0.0});
   }
   s.push_back({"pass_rate/first_turn", reached[0] ? static_cast<double>(passed[0]) / reached[0] : 0.0});
-  for (const char* v : {"ok", "format_error", "compile_error", "runtime_error", "timeout", "wrong_answer",
-                        "illegal", "infra_error"}) {
+  for (const char* v : {"ok", "format_error", "compile_error", "runtime_error", "timeout", "wrong_answer", "illegal",
+                        "infra_error"}) {
     s.push_back({std::string("verdicts/") + v, verdicts[v]});
   }
   s.push_back({"speedup/passing_mean", speedups ? speedup_sum / speedups : 0.0});
@@ -327,8 +309,7 @@ void component_metrics(const RlRun& r, Scalars& s) {
   if (r.pop) {
     const auto& c = r.pop->counters();
     s.push_back({"mirrorpop/learned", static_cast<double>(c.learned)});
-    s.push_back(
-        {"mirrorpop/learned_share", c.samples_seen ? static_cast<double>(c.learned) / c.samples_seen : 0.0});
+    s.push_back({"mirrorpop/learned_share", c.samples_seen ? static_cast<double>(c.learned) / c.samples_seen : 0.0});
     s.push_back({"mirrorpop/skipped", static_cast<double>(c.skipped)});
     s.push_back({"mirrorpop/samples_seen", static_cast<double>(c.samples_seen)});
     s.push_back({"mirrorpop/compute_saved", c.compute_saved()});
@@ -336,35 +317,24 @@ void component_metrics(const RlRun& r, Scalars& s) {
 }
 
 // One line per trajectory in <output_dir>/samples.jsonl: what was generated, scored and credited.
-Status log_samples(const RlRun& r, const std::vector<RolloutPrompt>& prompts,
-                   const std::vector<Trajectory>& traj, const std::vector<SampleCredit>& credit,
-                   const std::vector<uint8_t>& join) {
+Status log_samples(const RlRun& r, const std::vector<RolloutPrompt>& prompts, const std::vector<Trajectory>& traj,
+                   const std::vector<SampleCredit>& credit, const std::vector<uint8_t>& join) {
   std::ofstream out(r.o.output_dir / "samples.jsonl", std::ios::app);
   for (std::size_t i = 0; i < traj.size(); ++i) {
     const std::size_t g = i / static_cast<std::size_t>(r.o.samples_per_prompt);
     nlohmann::json turns = nlohmann::json::array();
     for (std::size_t j = 0; j < traj[i].turns.size(); ++j) {
       const auto& t = traj[i].turns[j];
-      turns.push_back(
-          {{"verdict", t.reward.verdict_class},
-           {"score", t.reward.score},
-           {"tokens", t.end - t.begin},
-           {"injected", t.injected},
-           {"reward", j < credit[i].turn_reward.size() ? credit[i].turn_reward[j] : 0.0},
-           {"advantage", j < credit[i].turn_advantage.size() ? credit[i].turn_advantage[j] : 0.0}});
+      turns.push_back({{"verdict", t.reward.verdict_class}, {"score", t.reward.score}, {"tokens", t.end - t.begin},
+                       {"injected", t.injected},
+                       {"reward", j < credit[i].turn_reward.size() ? credit[i].turn_reward[j] : 0.0},
+                       {"advantage", j < credit[i].turn_advantage.size() ? credit[i].turn_advantage[j] : 0.0}});
     }
-    out << nlohmann::json{{"step", r.step + 1},
-                          {"task", prompts[g].task->id},
-                          {"group", g},
-                          {"sample", traj[i].sample},
-                          {"retry", prompts[g].retry},
-                          {"in_update", join[g] != 0},
-                          {"dropped", traj[i].dropped},
-                          {"context_stop", traj[i].context_stop},
+    out << nlohmann::json{{"step", r.step + 1}, {"task", prompts[g].task->id}, {"group", g},
+                          {"sample", traj[i].sample}, {"retry", prompts[g].retry}, {"in_update", join[g] != 0},
+                          {"dropped", traj[i].dropped}, {"context_stop", traj[i].context_stop},
                           {"prompt_tokens", traj[i].turns.empty() ? 0 : traj[i].turns[0].begin},
-                          {"turns", turns}}
-               .dump()
-        << "\n";
+                          {"turns", turns}}.dump() << "\n";
   }
   return out ? Status() : internal_error("cannot append to samples.jsonl");
 }
@@ -403,8 +373,8 @@ Result<Scalars> run_step(RlRun& r) {
   for (const auto& t : *traj) dropped += t.dropped;
   if (dropped == traj->size()) {
     return unavailable("every sample of step " + std::to_string(r.step + 1) + " got infra_error after " +
-                       std::to_string(r.o.infra_retries) +
-                       " retries (no sample was scored): " + traj->front().drop_reason);
+                       std::to_string(r.o.infra_retries) + " retries (no sample was scored): " +
+                       traj->front().drop_reason);
   }
   auto credit = assign_credit(*traj, r.o.samples_per_prompt, credit_options(r.o));
   if (!credit.ok()) return credit.status();
@@ -433,11 +403,8 @@ Result<Scalars> run_step(RlRun& r) {
                    ((r.step - 1) * r.o.prompts_per_step) / static_cast<int64_t>(r.tasks.size())) {
     r.bdr->advance_epoch();
   }
-  Scalars s = {{"loss", loss->loss},
-               {"pg_loss", loss->pg_loss},
-               {"kl", loss->kl},
-               {"clip_fraction", loss->clip_fraction},
-               {"grad_norm", grad_norm}};
+  Scalars s = {{"loss", loss->loss}, {"pg_loss", loss->pg_loss}, {"kl", loss->kl},
+               {"clip_fraction", loss->clip_fraction}, {"grad_norm", grad_norm}};
   double ent = 0, ent_n = 0, adv_sum = 0, adv_abs = 0, adv_n = 0;
   for (std::size_t i = 0; i < rows.tokens.size(); ++i) {
     for (std::size_t t = 0; t + 1 < rows.tokens[i].ids.size(); ++t) {
@@ -462,9 +429,7 @@ Result<Scalars> run_step(RlRun& r) {
   s.push_back({"time/generate_s", rs.generate_seconds});
   s.push_back({"time/verify_wait_s", rs.verify_wait_seconds});
   s.push_back({"time/update_s", update_seconds});
-  s.push_back({"tokens_per_second", rs.generate_seconds > 0
-                                        ? static_cast<double>(rs.generated_tokens) / rs.generate_seconds
-                                        : 0.0});
+  s.push_back({"tokens_per_second", rs.generate_seconds > 0 ? static_cast<double>(rs.generated_tokens) / rs.generate_seconds : 0.0});
   s.push_back({"verify/jobs", static_cast<double>(rs.verify_jobs)});
   s.push_back({"verify/infra_retries", static_cast<double>(rs.infra_retries)});
   s.push_back({"turns/context_stops", static_cast<double>(rs.context_stops)});

@@ -13,16 +13,16 @@
 #include <filesystem>
 
 #include "core/files.h"
+#include "process/subprocess.h"
 #include "model/checkpoint.h"
 #include "model/delta_rule.h"
-#include "process/subprocess.h"
 
 namespace musacoder::model {
 namespace {
 
-#define SKIP_WITHOUT_KERNELS()                                                                 \
-  if (!std::filesystem::exists("/dev/nvidiactl")) GTEST_SKIP() << "skipped: no NVIDIA device"; \
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "skipped: libtorch sees no CUDA device";   \
+#define SKIP_WITHOUT_KERNELS()                                                                        \
+  if (!std::filesystem::exists("/dev/nvidiactl")) GTEST_SKIP() << "skipped: no NVIDIA device";        \
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "skipped: libtorch sees no CUDA device";          \
   if (!delta_rule_cuda_kernels_built()) GTEST_SKIP() << "skipped: built without MUSACODER_CUDA_KERNELS"
 
 struct Inputs {
@@ -54,11 +54,9 @@ RunResult run(const Inputs& in, const torch::Device& device, const torch::Tensor
   torch::manual_seed(99);
   torch::Tensor w = torch::randn(r.out.sizes()).to(device);
   torch::Tensor loss = (r.out * w).sum();
-  if (r.final_state.defined())
-    loss = loss + (r.final_state * torch::randn(r.final_state.sizes()).to(device)).sum();
+  if (r.final_state.defined()) loss = loss + (r.final_state * torch::randn(r.final_state.sizes()).to(device)).sum();
   loss.backward();
-  RunResult res{
-      r.out.detach().cpu(), r.final_state.defined() ? r.final_state.detach().cpu() : torch::Tensor(), {}};
+  RunResult res{r.out.detach().cpu(), r.final_state.defined() ? r.final_state.detach().cpu() : torch::Tensor(), {}};
   for (const auto& x : xs) res.grads.push_back(x.grad().cpu());
   return res;
 }
@@ -73,10 +71,10 @@ void expect_close(const RunResult& gpu, const RunResult& cpu, double tol, const 
     const double scale = std::max(1.0, cpu.grads[i].abs().max().item<double>());
     EXPECT_LE(max_abs(gpu.grads[i], cpu.grads[i]) / scale, tol) << what << " d" << names[i];
   }
-  std::printf("GPU_RESULT delta_rule %s out_max_abs=%.3g dq=%.3g dk=%.3g dv=%.3g dg=%.3g dbeta=%.3g\n",
-              what.c_str(), max_abs(gpu.out, cpu.out), max_abs(gpu.grads[0], cpu.grads[0]),
-              max_abs(gpu.grads[1], cpu.grads[1]), max_abs(gpu.grads[2], cpu.grads[2]),
-              max_abs(gpu.grads[3], cpu.grads[3]), max_abs(gpu.grads[4], cpu.grads[4]));
+  std::printf("GPU_RESULT delta_rule %s out_max_abs=%.3g dq=%.3g dk=%.3g dv=%.3g dg=%.3g dbeta=%.3g\n", what.c_str(),
+              max_abs(gpu.out, cpu.out), max_abs(gpu.grads[0], cpu.grads[0]), max_abs(gpu.grads[1], cpu.grads[1]),
+              max_abs(gpu.grads[2], cpu.grads[2]), max_abs(gpu.grads[3], cpu.grads[3]),
+              max_abs(gpu.grads[4], cpu.grads[4]));
 }
 
 TEST(DeltaRuleGpu, ChunkedForwardAndGradientsMatchTheLibtorchReference) {
@@ -93,8 +91,9 @@ TEST(DeltaRuleGpu, ChunkedForwardAndGradientsMatchTheLibtorchReference) {
 TEST(DeltaRuleGpu, PackedSequencesMatchTheLibtorchReference) {
   SKIP_WITHOUT_KERNELS();
   Inputs in = random_inputs(2, 150, 2, 4, 64, 64, 3);
-  torch::Tensor seq = torch::cat(
-      {torch::zeros({2, 37}, torch::kLong), torch::ones({2, 80}, torch::kLong), torch::full({2, 33}, 2L)}, 1);
+  torch::Tensor seq = torch::cat({torch::zeros({2, 37}, torch::kLong), torch::ones({2, 80}, torch::kLong),
+                                  torch::full({2, 33}, 2L)},
+                                 1);
   const RunResult gpu = run(in, torch::kCUDA, seq), cpu = run(in, torch::kCPU, seq);
   expect_close(gpu, cpu, 2e-4, "packed");
 }
@@ -110,18 +109,17 @@ TEST(DeltaRuleGpu, FusedDecodeStepMatchesTheLibtorchReference) {
   DeltaRuleOutput cpu = recurrent_gated_delta_rule(in.xs[0], in.xs[1], in.xs[2], in.xs[3], in.xs[4], s0);
   EXPECT_LE(max_abs(gpu.out, cpu.out), 1e-4);
   EXPECT_LE(max_abs(gpu.final_state, cpu.final_state), 1e-4);
-  std::printf("GPU_RESULT delta_rule decode_step out_max_abs=%.3g state_max_abs=%.3g\n",
-              max_abs(gpu.out, cpu.out), max_abs(gpu.final_state, cpu.final_state));
+  std::printf("GPU_RESULT delta_rule decode_step out_max_abs=%.3g state_max_abs=%.3g\n", max_abs(gpu.out, cpu.out),
+              max_abs(gpu.final_state, cpu.final_state));
 }
 
 struct LogitAgreement {
   double max_abs, ref_max_abs, cosine, top1, near_top1;
 };
 
-// Logits (…, V) against the reference's, in double. top1: the same argmax. near_top1: our argmax is within
-// two bf16 steps of the reference's maximum at that magnitude — with random weights and a 248K vocabulary the
-// top two logits often sit closer than bf16 resolves, so exact top-1 agreement measures rounding, not
-// correctness.
+// Logits (…, V) against the reference's, in double. top1: the same argmax. near_top1: our argmax is within two bf16
+// steps of the reference's maximum at that magnitude — with random weights and a 248K vocabulary the top two
+// logits often sit closer than bf16 resolves, so exact top-1 agreement measures rounding, not correctness.
 LogitAgreement agreement(const torch::Tensor& got_in, const torch::Tensor& want_in) {
   torch::Tensor got = got_in.to(torch::kDouble).reshape({-1, got_in.size(-1)});
   torch::Tensor want = want_in.to(torch::kDouble).reshape({-1, want_in.size(-1)});
@@ -143,8 +141,8 @@ TEST(Qwen35Gpu, NineBLayerShapeBf16ParityWithTransformers) {
   auto dir = TempDir::create("mc-qwen35-gpu");
   ASSERT_TRUE(dir.ok());
   ProcessOptions o;
-  o.argv = {"python3", std::string(MUSACODER_SOURCE_DIR) + "/tests/integration/model/qwen3_5_reference.py",
-            "gpu", "--out", dir->path().string()};
+  o.argv = {"python3", std::string(MUSACODER_SOURCE_DIR) + "/tests/integration/model/qwen3_5_reference.py", "gpu",
+            "--out", dir->path().string()};
   o.deadline = std::chrono::seconds(600);
   o.env_set = {{"TRANSFORMERS_VERBOSITY", "error"}, {"HF_HUB_OFFLINE", "1"}};
   auto r = run_process(o);

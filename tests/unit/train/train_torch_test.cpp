@@ -1,5 +1,5 @@
-// Training core on libtorch: the chunked LM-head cross-entropy against the plain (T, V) computation, the
-// fused AdamW against its formula, device-side clipping, ZeRO-1 owner assignment.
+// Training core on libtorch: the chunked LM-head cross-entropy against the plain (T, V) computation, the fused
+// AdamW against its formula, device-side clipping, ZeRO-1 owner assignment.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -134,13 +134,12 @@ TEST(AdamW, ClipsOnTheDeviceAndKeepsFp32MastersForBf16Params) {
   EXPECT_NEAR(opt.grads()[0].norm().item<double>(), 1.0, 1e-5);
   EXPECT_EQ(opt.grads()[0].scalar_type(), torch::kFloat);
   opt.step(0.5);
-  EXPECT_EQ(opt.state().size(), 4u);                        // + the fp32 master
+  EXPECT_EQ(opt.state().size(), 4u);  // + the fp32 master
   EXPECT_NEAR(p[0].param[0][0].item<double>(), 0.5, 1e-2);  // first Adam step moves by lr
 }
 
 TEST(Zero1, OwnersBalanceElementCounts) {
-  // Largest first, each to the lighter rank: 100 → r0; 60 → r1; 50 → r1 (60 < 100: 110); 40 → r0 (140); 10 →
-  // r1.
+  // Largest first, each to the lighter rank: 100 → r0; 60 → r1; 50 → r1 (60 < 100: 110); 40 → r0 (140); 10 → r1.
   auto owner = DataParallel::assign_owners({50, 100, 10, 60, 40}, 2);
   EXPECT_EQ(owner, (std::vector<int>{1, 0, 1, 1, 0}));
   EXPECT_EQ(DataParallel::assign_owners({5, 6}, 1), (std::vector<int>{0, 0}));
