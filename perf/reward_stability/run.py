@@ -56,7 +56,8 @@ def run_one(args, extra):
         if not os.path.exists(verdicts):
             raise SystemExit("eval-batch wrote no verdicts (exit %d): %s" % (p.returncode, p.stderr[-2000:]))
         with open(verdicts, encoding="utf-8") as f:
-            return [verdict_numbers(json.loads(line)) for line in f if line.strip()]
+            rows = [json.loads(line) for line in f if line.strip()]
+        return [verdict_numbers(v) for v in rows if "summary" not in v]  # the last line is the batch's summary
 
 
 def stats(rows):
@@ -79,13 +80,16 @@ def main():
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--fresh-runs", type=int, default=0, help="runs of the fresh mode (default: --runs)")
     ap.add_argument("--modes", default="one,fresh")
+    ap.add_argument("--variants", default="before,after",
+                    help="before (--no-stable-malloc), after (the default settings), or both")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     if args.runs < 2:
         ap.error("--runs must be at least 2")
     results = {}
     for mode in args.modes.split(","):
-        for label, extra in (("before", ["--no-stable-malloc"]), ("after", [])):
+        variants = [v for v in (("before", ["--no-stable-malloc"]), ("after", [])) if v[0] in args.variants.split(",")]
+        for label, extra in variants:
             t0 = time.monotonic()
             rows = run_one(args, extra) if mode == "one" else run_fresh(args, extra)
             results["%s/%s" % (mode, label)] = {"stats": stats(rows), "rows": rows,
@@ -97,6 +101,8 @@ def main():
                   flush=True)
     print("\nside by side (before -> after):")
     for mode in args.modes.split(","):
+        if mode + "/before" not in results or mode + "/after" not in results:
+            continue
         b, a = results[mode + "/before"]["stats"], results[mode + "/after"]["stats"]
         ratio = b["speedup_cv"] / a["speedup_cv"] if a["speedup_cv"] > 0 else float("inf")
         print("%-6s speedup CV %5.1f%% -> %5.1f%% (%.1fx lower), reward spread %.3f -> %.3f"

@@ -1,6 +1,6 @@
 """Trial outputs to a flat binary file the C++ verify stage reads (verify/output_file.h).
 
-    file   := "MCOUT002" u32:n_trials trial*
+    file   := "MCOUT003" u32:n_trials         (and trial t in the file <path>.<t>)
     trial  := u32:n_tensors tensor*
     tensor := u32:len dtype-name[len] u32:ndim i64:shape[ndim] u64:numel
               u32:slen storage-name[slen] data[numel * size(storage)]
@@ -8,10 +8,12 @@
 All integers little-endian. The data is the tensor's own bytes (row-major, little-endian) when
 its dtype is a storage type (float64, float32, float16, bfloat16, int64, int32, int16, int8,
 uint8, bool); any other dtype is widened to float64. Widening everything to float64 doubled or
-quadrupled what the run slot wrote and read back for float32/bf16 outputs."""
+quadrupled what the run slot wrote and read back for float32/bf16 outputs. One file per trial:
+the sandbox's RLIMIT_FSIZE is per file, and 8 trials of a 268 MB output in one file exceeded it
+(MCOUT002, still read by the C++ side, held every trial in the one file)."""
 import struct
 
-MAGIC = b"MCOUT002"
+MAGIC = b"MCOUT003"
 
 _STORED = {"float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool"}
 
@@ -41,20 +43,25 @@ def _payload(t):
 
 
 def write_outputs(path, trials):
+    for t, tensors in enumerate(trials):  # the trial files first: the header names how many there are
+        with open("%s.%d" % (path, t), "wb") as f:
+            _write_trial(f, tensors)
     with open(path, "wb") as f:
         f.write(MAGIC)
         f.write(struct.pack("<I", len(trials)))
-        for tensors in trials:
-            f.write(struct.pack("<I", len(tensors)))
-            for t in tensors:
-                t = t.detach()
-                dtype = str(t.dtype).replace("torch.", "").encode()
-                f.write(struct.pack("<I", len(dtype)))
-                f.write(dtype)
-                f.write(struct.pack("<I", t.dim()))
-                f.write(struct.pack("<%dq" % t.dim(), *t.shape))
-                f.write(struct.pack("<Q", t.numel()))
-                storage, data = _payload(t)
-                f.write(struct.pack("<I", len(storage)))
-                f.write(storage.encode())
-                f.write(data)
+
+
+def _write_trial(f, tensors):
+    f.write(struct.pack("<I", len(tensors)))
+    for t in tensors:
+        t = t.detach()
+        dtype = str(t.dtype).replace("torch.", "").encode()
+        f.write(struct.pack("<I", len(dtype)))
+        f.write(dtype)
+        f.write(struct.pack("<I", t.dim()))
+        f.write(struct.pack("<%dq" % t.dim(), *t.shape))
+        f.write(struct.pack("<Q", t.numel()))
+        storage, data = _payload(t)
+        f.write(struct.pack("<I", len(storage)))
+        f.write(storage.encode())
+        f.write(data)

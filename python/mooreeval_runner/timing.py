@@ -1,8 +1,15 @@
 """Benchmarking one forward call, the same way for reference and candidate.
 
-CUDA: the L2 cache is flushed before every timed call; the timed region is closed by a
-device-wide synchronize (so work the forward left on other streams is counted) before the
-end event is recorded. CPU: wall clock around the call.
+CUDA: device time of each call on the current stream, measured the way Triton's do_bench
+does: the L2 cache is flushed before every timed call, events bracket the call, and the host
+does not wait between calls (one device-wide synchronize after the last). The flush takes
+longer on the device than the host needs to launch the next call, so the host stays ahead and
+the events measure the call's kernels, not Python's or the launch path's jitter: waiting for the
+device after every call made the per-call time mostly host overhead, and a tiny kernel's
+speedup swung 0.3x-2x between evaluations (perf/reward_stability, issue #29). A call that
+synchronizes, or launches late, still shows its idle device time. Kernels on other streams are
+not timed here; the run-time profile makes them illegal (kernel_profile.py, side_stream).
+CPU: wall clock around the call.
 
 wall_clock_batch is the second, independent method used when a speedup looks too good:
 one wall-clock interval, with device-wide syncs at both ends, over calls on distinct input
@@ -40,20 +47,16 @@ def benchmark(fn, device, warmup, iters, flush_l2=True):
         for _ in range(warmup):
             fn()
         devices.synchronize(device)
-        times = []
-        for _ in range(iters):
+        starts = [devices.timing_event(device) for _ in range(iters)]
+        ends = [devices.timing_event(device) for _ in range(iters)]
+        for start, end in zip(starts, ends):
             if flush is not None:
-                flush.zero_()
-            devices.synchronize(device)
-            start = devices.timing_event(device)
-            end = devices.timing_event(device)
+                flush.zero_()  # longer than the host's launch of fn: the host stays ahead
             start.record()
             fn()
-            devices.synchronize(device)  # device-wide: side streams included
             end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
-        return summarize(times)
+        devices.synchronize(device)  # device-wide; other streams' kernels are illegal (kernel_profile)
+        return summarize([start.elapsed_time(end) for start, end in zip(starts, ends)])
     for _ in range(warmup):
         fn()
     times = []

@@ -90,7 +90,7 @@ for step in $STEPS; do
         sol=solutions/$backend/${STABILITY_TASK:-activation/relu}.py
         timeout "$(left)" python3 perf/reward_stability/run.py --mooreeval "$BUILD"/tools/mooreeval/mooreeval \
           --backend $backend --task "${STABILITY_TASK:-activation/relu}" --candidate "$sol" --runs "${RUNS:-20}" --fresh-runs "${FRESH_RUNS:-10}" \
-          --modes "${STABILITY_MODES:-one,fresh}" --json "$OUT/stability_$backend.json" 2>&1 | tee "$OUT/stability_$backend.txt"
+          --modes "${STABILITY_MODES:-one,fresh}" --variants "${STABILITY_VARIANTS:-before,after}" --json "$OUT/stability_$backend.json" 2>&1 | tee "$OUT/stability_$backend.txt"
       done ;;
     bypass)
       # The dispatcher-bypass cases with the import check off (what they scored before it) and on.
@@ -114,11 +114,13 @@ PYEOF
       # Real KernelBench submissions of public systems (dev/real_submissions: fetched, carried as .realsubs,
       # never committed), each with its KernelBench reference task.
       timeout "$(left)" "$BUILD"/tools/mooreeval/mooreeval eval-batch --backend cuda --tasks .realsubs/tasks \
-        --samples .realsubs/samples --workers "${WORKERS:-8}" --out "$OUT/realsubs.jsonl" >"$OUT/realsubs.txt" 2>&1
+        --samples "${REALSUBS_SAMPLES:-.realsubs/samples}" --workers "${WORKERS:-8}" --out "$OUT/realsubs.jsonl" >"$OUT/realsubs.txt" 2>&1
       echo "realsubs exit code: $?"
       python3 -c 'import json,sys
 for l in open(sys.argv[1]):
-    v=json.loads(l); print(v["task"], v.get("sample",""), v["verdict"], (v.get("speedup") or 0), v["message"][:150].replace("\n"," "))' "$OUT/realsubs.jsonl" | tee "$OUT/realsubs_table.txt" | tail -60 ;;
+    v=json.loads(l)
+    if "summary" in v: print("summary", json.dumps(v["summary"])); continue
+    print(v["task"], v.get("sample",""), v["verdict"], (v.get("speedup") or 0), v["message"][:150].replace("\n"," "))' "$OUT/realsubs.jsonl" | tee "$OUT/realsubs_table.txt" | tail -60 ;;
     *) echo "unknown step $step" ;;
   esac
 done

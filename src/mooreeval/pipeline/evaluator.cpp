@@ -682,7 +682,8 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
   d.v.config["timing_method"] =
       options_.backend == build::Backend::kCpu
           ? "median of per-call wall-clock times (perf_counter) after warm-up calls"
-          : std::string("median of per-call CUDA event times, device-wide synchronize") +
+          : std::string("median of per-call device times (events around each call on the current stream, "
+                        "host not waiting between calls, device-wide synchronize after the last)") +
                 (options_.flush_l2 ? ", L2 flushed before each call" : "");
 
   // The reference: in a resident server once the run slot is ours (its device is set up
@@ -933,6 +934,10 @@ Verdict Evaluator::evaluate_once(const task::TaskSpec& task, std::string_view su
     std::string why = o.result ? o.result->value("message", "") : o.error;
     return finalize(d.fail(VerdictClass::kInfraError, Stage::kRun, "the reference failed: " + why));
   }
+  // The harness's own work on the trials (device-to-host copies and output files: 14 GB per side for
+  // a 1 GB output) is the same on both sides: the candidate's deadline does not charge it for the
+  // time the reference needed for it. --max-run-seconds is what it may take beyond that.
+  cand.set_deadline(options_.max_run);
   if (!cand.wait_for(gate(Gate::kOutputsReady))) {
     ref.finish();
     auto o = cand.finish();

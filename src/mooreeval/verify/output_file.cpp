@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
 
 #include "core/check.h"
 
@@ -151,6 +152,58 @@ double TensorData::value(std::size_t i) const {
   return visit_storage(storage_, [&](auto v) { return widen(load<decltype(v)>(data_, i)); });
 }
 
+namespace {
+
+// One trial (u32:n_tensors tensor*) at the cursor; its views keep `bytes` alive.
+Result<TrialOutputs> parse_trial(Cursor& c, const std::shared_ptr<const FileBytes>& bytes,
+                                 const std::function<Status(const std::string&)>& bad) {
+  uint32_t n_tensors = 0;
+  if (!c.read(n_tensors) || n_tensors > 4096) return bad("bad tensor count");
+  TrialOutputs outs;
+  outs.reserve(n_tensors);
+  for (uint32_t k = 0; k < n_tensors; ++k) {
+    std::string dtype;
+    uint32_t len = 0, ndim = 0;
+    if (!c.read(len) || len > 64 || !c.read_bytes(len, dtype)) return bad("bad dtype");
+    if (!c.read(ndim) || ndim > 64) return bad("bad rank");
+    std::vector<int64_t> shape(ndim);
+    uint64_t expect = 1;
+    for (auto& d : shape) {
+      if (!c.read(d) || d < 0) return bad("bad shape");
+      expect *= static_cast<uint64_t>(d);
+    }
+    uint64_t numel = 0;
+    if (!c.read(numel) || numel != expect) return bad("element count does not match the shape");
+    std::string storage_name;
+    if (!c.read(len) || len > 16 || !c.read_bytes(len, storage_name)) return bad("bad storage type");
+    const auto storage = storage_type_from_name(storage_name);
+    const std::byte* data = storage ? c.skip_elements(numel, element_size(*storage)) : nullptr;
+    if (!data) return bad("truncated data or unknown storage type '" + storage_name + "'");
+    outs.emplace_back(std::move(dtype), std::move(shape), *storage, data, static_cast<std::size_t>(numel), bytes);
+  }
+  return outs;
+}
+
+// MCOUT003: each trial in a file of its own, <path>.<trial>, so that no file is larger than one
+// call's outputs (the sandbox's RLIMIT_FSIZE is per file; 8 trials of a 268 MB output are not).
+Result<std::vector<TrialOutputs>> read_trial_files(const std::filesystem::path& path, uint32_t n_trials) {
+  std::vector<TrialOutputs> trials;
+  for (uint32_t t = 0; t < n_trials; ++t) {
+    const std::filesystem::path part = path.string() + "." + std::to_string(t);
+    auto file = FileBytes::read(part);
+    if (!file.ok()) return file.status();
+    Cursor c((*file)->data(), (*file)->size());
+    auto bad = [&](const std::string& what) { return invalid_argument(part.string() + ": " + what); };
+    auto trial = parse_trial(c, *file, bad);
+    if (!trial.ok()) return trial.status();
+    if (!c.at_end()) return bad("trailing bytes");
+    trials.push_back(std::move(*trial));
+  }
+  return trials;
+}
+
+}  // namespace
+
 Result<std::vector<TrialOutputs>> read_output_file(const std::filesystem::path& path) {
   auto file = FileBytes::read(path);
   if (!file.ok()) return file.status();
@@ -158,37 +211,19 @@ Result<std::vector<TrialOutputs>> read_output_file(const std::filesystem::path& 
   Cursor c(bytes->data(), bytes->size());
   auto bad = [&](const std::string& what) { return invalid_argument(path.string() + ": " + what); };
   std::string magic;
-  if (!c.read_bytes(8, magic) || magic != "MCOUT002") return bad("not a MooreEval output file");
+  if (!c.read_bytes(8, magic) || (magic != "MCOUT002" && magic != "MCOUT003"))
+    return bad("not a MooreEval output file");
   uint32_t n_trials = 0;
-  if (!c.read(n_trials)) return bad("truncated header");
+  if (!c.read(n_trials) || n_trials > 4096) return bad("truncated header or bad trial count");
+  if (magic == "MCOUT003") {
+    if (!c.at_end()) return bad("trailing bytes");
+    return read_trial_files(path, n_trials);
+  }
   std::vector<TrialOutputs> trials;
   for (uint32_t t = 0; t < n_trials; ++t) {
-    uint32_t n_tensors = 0;
-    if (!c.read(n_tensors) || n_tensors > 4096) return bad("bad tensor count");
-    TrialOutputs outs;
-    outs.reserve(n_tensors);
-    for (uint32_t k = 0; k < n_tensors; ++k) {
-      std::string dtype;
-      uint32_t len = 0, ndim = 0;
-      if (!c.read(len) || len > 64 || !c.read_bytes(len, dtype)) return bad("bad dtype");
-      if (!c.read(ndim) || ndim > 64) return bad("bad rank");
-      std::vector<int64_t> shape(ndim);
-      uint64_t expect = 1;
-      for (auto& d : shape) {
-        if (!c.read(d) || d < 0) return bad("bad shape");
-        expect *= static_cast<uint64_t>(d);
-      }
-      uint64_t numel = 0;
-      if (!c.read(numel) || numel != expect) return bad("element count does not match the shape");
-      std::string storage_name;
-      if (!c.read(len) || len > 16 || !c.read_bytes(len, storage_name)) return bad("bad storage type");
-      const auto storage = storage_type_from_name(storage_name);
-      const std::byte* data = storage ? c.skip_elements(numel, element_size(*storage)) : nullptr;
-      if (!data) return bad("truncated data or unknown storage type '" + storage_name + "'");
-      outs.emplace_back(std::move(dtype), std::move(shape), *storage, data, static_cast<std::size_t>(numel),
-                        bytes);
-    }
-    trials.push_back(std::move(outs));
+    auto trial = parse_trial(c, bytes, bad);
+    if (!trial.ok()) return trial.status();
+    trials.push_back(std::move(*trial));
   }
   if (!c.at_end()) return bad("trailing bytes");
   return trials;

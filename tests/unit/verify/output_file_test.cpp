@@ -74,6 +74,31 @@ class OutputFile : public ::testing::Test {
   std::optional<TempDir> dir_;
 };
 
+// MCOUT003, what the runner writes: a header with the trial count, and trial t in <path>.<t>.
+TEST_F(OutputFile, TrialsInFilesOfTheirOwn) {
+  std::string header = "MCOUT003";
+  put<uint32_t>(header, 2);
+  for (int t = 0; t < 2; ++t) {
+    std::string trial;
+    put<uint32_t>(trial, 1);
+    tensor_header(trial, "float32", {2}, 2, "float32");
+    put<float>(trial, 1.0f + t);
+    put<float>(trial, -3.0f);
+    write(trial, "o.bin." + std::to_string(t));
+  }
+  auto p = write(header);
+  auto r = read_output_file(p);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ(values((*r)[0][0]), (std::vector<double>{1.0, -3.0}));
+  EXPECT_EQ(values((*r)[1][0]), (std::vector<double>{2.0, -3.0}));
+
+  std::filesystem::remove(dir_->path() / "o.bin.1");  // a missing trial file
+  EXPECT_EQ(read_output_file(p).status().code(), StatusCode::kNotFound);
+  write(header + "x", "o.bin");  // the header holds nothing but the count
+  EXPECT_EQ(read_output_file(p).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST_F(OutputFile, RoundTripAndMalformedFiles) {
   auto p = write(one_tensor_file(2));
   auto r = read_output_file(p);
