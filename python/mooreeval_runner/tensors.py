@@ -7,7 +7,8 @@
 
 All integers little-endian. The data is the tensor's own bytes (row-major, little-endian) when
 its dtype is a storage type (float64, float32, float16, bfloat16, int64, int32, int16, int8,
-uint8, bool); any other dtype is widened to float64. Widening everything to float64 doubled or
+uint8, bool); a complex tensor is stored as its real and imaginary parts (a last dimension of 2,
+torch.view_as_real); any other dtype is widened to float64. Widening everything to float64 doubled or
 quadrupled what the run slot wrote and read back for float32/bf16 outputs. One file per trial:
 the sandbox's RLIMIT_FSIZE is per file, and 8 trials of a 268 MB output in one file exceeded it
 (MCOUT002, still read by the C++ side, held every trial in the one file)."""
@@ -52,10 +53,13 @@ def write_outputs(path, trials):
 
 
 def _write_trial(f, tensors):
+    import torch
     f.write(struct.pack("<I", len(tensors)))
     for t in tensors:
         t = t.detach()
         dtype = str(t.dtype).replace("torch.", "").encode()
+        if t.is_complex():  # real and imaginary parts as a last dimension of 2: both are compared
+            t = torch.view_as_real(t.resolve_conj())
         f.write(struct.pack("<I", len(dtype)))
         f.write(dtype)
         f.write(struct.pack("<I", t.dim()))

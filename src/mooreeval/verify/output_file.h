@@ -40,7 +40,7 @@ class TensorData {
 
   const std::string& dtype() const { return dtype_; }  // torch dtype name without "torch.", e.g. "float32"
   const std::vector<int64_t>& shape() const { return shape_; }
-  StorageType storage() const { return storage_; }  // float64 for a dtype the runner widened (complex...)
+  StorageType storage() const { return storage_; }  // float64 for a dtype the runner widened
   std::size_t numel() const { return numel_; }
   const std::byte* data() const { return data_; }
 
