@@ -7,6 +7,8 @@
 #   bench   perf/compile_throughput (KernelBench-style load_inline vs MooreEval)
 #   model   the model's bf16 parity test and tokens/s (tests/gpu/model)
 #   stability  perf/reward_stability on cuda and cpu (RUNS, STABILITY_TASK, STABILITY_MODES)
+#   realsubs   the real KernelBench submissions in .realsubs (REALSUBS_SAMPLES for another folder)
+#   timingprobe  dev/cuda_timing_probe: the candidate-only bimodal cuda time (add TARGETS=mooreeval to skip most of the build)
 # Usage there:  source .devdeps/unpack && STEPS="suite bench" bash tests/gpu/run_on_device.sh
 # (.devdeps: ../shared/device/fetch-debs nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libcpp-httplib-dev
 #  libcpp-httplib0.11 libbrotli-dev libbrotli1 zlib1g-dev libhiredis-dev libsqlite3-dev libseccomp-dev bubblewrap libgloo-dev
@@ -121,6 +123,9 @@ for l in open(sys.argv[1]):
     v=json.loads(l)
     if "summary" in v: print("summary", json.dumps(v["summary"])); continue
     print(v["task"], v.get("sample",""), v["verdict"], (v.get("speedup") or 0), v["message"][:150].replace("\n"," "))' "$OUT/realsubs.jsonl" | tee "$OUT/realsubs_table.txt" | tail -60 ;;
+    timingprobe)
+      # Issue #29's open question (why a candidate's cuda time is bimodal across evaluations): no build needed.
+      timeout "$(left)" python3 dev/cuda_timing_probe/probe.py --processes "${PROBE_PROCESSES:-8}" 2>&1 | tee "$OUT/timing_probe.txt" ;;
     *) echo "unknown step $step" ;;
   esac
 done

@@ -112,7 +112,8 @@ class Fleet : public ::testing::Test {
         (dir_ / "fleet.db").string(), "--queue", queue_,     "--workers",   "0", "--auth", "none"};
     for (auto& f : eval_flags()) argv.push_back(f);
     server_ = std::make_unique<Child>(argv, dir_ / "server.log");
-    auto port = server_->wait_for("listening on 127\\.0\\.0\\.1:([0-9]+)", 60s);
+    // Start-up probes the toolchain (Python imports torch): a minute or more on a loaded 2-core CI machine.
+    auto port = server_->wait_for("listening on 127\\.0\\.0\\.1:([0-9]+)", 300s);
     ASSERT_TRUE(port) << server_->log();
     api_ = std::make_unique<Api>(std::stoi(*port));
   }
@@ -120,7 +121,7 @@ class Fleet : public ::testing::Test {
     std::vector<std::string> argv = {kMooreEval.string(), "worker", "--queue", queue_, "--name", name};
     for (auto& f : eval_flags()) argv.push_back(f);
     workers_[name] = std::make_unique<Child>(argv, dir_ / (name + ".log"));
-    EXPECT_TRUE(workers_[name]->wait_for("pulling from", 60s)) << workers_[name]->log();
+    EXPECT_TRUE(workers_[name]->wait_for("pulling from", 300s)) << workers_[name]->log();
     return *workers_[name];
   }
   // Submits mix[begin, end) in batches of 50; returns job ids in mix order.
