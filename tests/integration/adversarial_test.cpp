@@ -29,6 +29,17 @@ eval::Evaluator& cpu_evaluator() {
   return ev;
 }
 
+// Only the stages before the build (EvalOptions::static_only): for the cases that must never be
+// built or run without the per-job sandbox, in a build that has none.
+eval::Evaluator& static_only_evaluator() {
+  static eval::Evaluator ev([] {
+    auto o = adversarial_options();
+    o.static_only = true;
+    return o;
+  }());
+  return ev;
+}
+
 eval::Evaluator& short_deadline_evaluator() {
   static eval::Evaluator ev(short_deadline_options(build::Backend::kCpu));
   return ev;
@@ -43,17 +54,11 @@ TEST_P(CpuAdversarial, GetsItsVerdictAndTheNextCandidateStillScoresOk) {
   const auto& c = GetParam();
   for (const auto& p : kCanaries) std::filesystem::remove(p);
   const auto file = kSourceDir / "tests/adversarial" / c.file;
-  eval::Verdict v;
-  if (c.needs_sandbox && !sandbox_present()) {
-    // Only the stages before the build: the candidate is never compiled or run here.
-    auto task = task::resolve_task(c.task, kSourceDir / "tasks");
-    ASSERT_TRUE(task.ok());
-    auto text = read_file(file);
-    ASSERT_TRUE(text.ok());
-    v = cpu_evaluator().screen(*task, *text);
-  } else {
-    v = evaluate_file(c.expected == "timeout" ? short_deadline_evaluator() : cpu_evaluator(), c.task, file);
-  }
+  // Without the sandbox, only the stages before the build: the candidate is never compiled or run here.
+  eval::Evaluator& ev = c.needs_sandbox && !sandbox_present() ? static_only_evaluator()
+                        : c.expected == "timeout"             ? short_deadline_evaluator()
+                                                              : cpu_evaluator();
+  const eval::Verdict v = evaluate_file(ev, c.task, file);
   EXPECT_EQ(eval::verdict_name(v.verdict), c.expected) << c.file << ": " << v.message << "\n" << v.log;
   if (!c.rule.empty()) {
     EXPECT_TRUE(has_rule(v, c.rule)) << c.file << ": expected rule " << c.rule << ", got " << v.message;
@@ -91,6 +96,28 @@ TEST(AdversarialCorpus, HasAtLeastTwentyCasesWithReasons) {
       EXPECT_FALSE(m.value("rule", "").empty()) << m.dump();
     }
   }
+}
+
+// EvalOptions::static_only, which the corpus uses for the cases that need the sandbox where the build
+// has none, stops after the static rules: a candidate they reject gets the verdict a full evaluation
+// gives it, one they pass is "ok at stage legality", and neither is built. Shown as the corpus runs it
+// there: no sandbox (and no warm runners, the cheapest start).
+TEST(StaticOnly, StopsAfterTheStaticRulesAndBuildsNothing) {
+  auto o = adversarial_options();
+  o.static_only = true;
+  o.sandbox.mode = sandbox::SandboxMode::kOff;
+  o.warm_runners = false;
+  eval::Evaluator ev(o);
+  auto bomb = evaluate_file(ev, "elementwise/add", kSourceDir / "tests/adversarial/fork_bomb_cpu.py");
+  EXPECT_EQ(eval::verdict_name(bomb.verdict), std::string("illegal")) << bomb.message << "\n" << bomb.log;
+  EXPECT_TRUE(has_rule(bomb, "process_access")) << bomb.message;
+  EXPECT_FALSE(bomb.compiled);
+  auto good = evaluate_file(ev, "elementwise/add", kSourceDir / "tests/fixtures/candidates/correct_cpu.py");
+  EXPECT_EQ(eval::verdict_name(good.verdict), std::string("ok")) << good.message << "\n" << good.log;
+  EXPECT_EQ(eval::stage_name(good.stage), std::string("legality"));
+  EXPECT_EQ(good.message, "passed the static checks (not built, not run)");
+  EXPECT_FALSE(good.compiled);
+  EXPECT_FALSE(good.reference_time.has_value());
 }
 
 // --forbid-fallback-code keeps the strict static rules: a try/except and torch compute in a

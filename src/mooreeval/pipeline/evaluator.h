@@ -97,6 +97,13 @@ struct EvalOptions {
   // Needs warm_runners.
   bool resident_reference = true;
   bool keep_work_dirs = false;  // for debugging
+  // Only the stages before the build: extract, inspect (the candidate module is imported with
+  // load_inline recording, unless the AST rules already reject it) and the static legality rules;
+  // no runner is started, nothing is built or run. `ok` at stage "legality" then means "not
+  // rejected yet", not a score; any other verdict is the one a full evaluation reaches at the same
+  // stage. For pre-screening, and for candidates that must never be built or run outside a sandbox
+  // (the adversarial tests in a build without one). Not in to_json(): the verdict's message says it.
+  bool static_only = false;
   reward::RewardOptions reward;
   legality::LegalityOptions legality;
   run::RunnerOptions runner;
@@ -104,6 +111,8 @@ struct EvalOptions {
 
   nlohmann::json to_json() const;  // the resolved settings, saved with every verdict
 };
+
+struct EvalJob;  // one evaluation's state and stages (eval_job.h, private to the pipeline)
 
 class Evaluator {
  public:
@@ -116,13 +125,6 @@ class Evaluator {
   // Evaluates one submission (a Python file's text or a raw model response).
   Verdict evaluate(const task::TaskSpec& task, std::string_view submission);
 
-  // Only the stages before the build: extract, inspect (the candidate module is imported
-  // with load_inline recording, unless the AST rules already reject it) and the static
-  // legality rules. `ok` with stage "legality" means "not rejected yet", not a score;
-  // otherwise the verdict is the one evaluate() would reach at the same stage. For
-  // pre-screening, and for candidates that must never be built or run outside a sandbox.
-  Verdict screen(const task::TaskSpec& task, std::string_view submission);
-
   // The format_error verdict for a submission that could not even be read (missing,
   // oversized file), scored like any other format error.
   Verdict reject_submission(const task::TaskSpec& task, const std::string& message) const;
@@ -130,6 +132,7 @@ class Evaluator {
   const EvalOptions& options() const { return options_; }
 
  private:
+  friend struct EvalJob;  // the stages use the resources below
   Verdict evaluate_once(const task::TaskSpec& task, std::string_view submission);
   // "cpu", "cuda:N" or "musa:N" (the runner's device), and the sandbox job kind of a run on it.
   std::string device_string() const;

@@ -1,0 +1,94 @@
+// The benchmark, only at 100% pass: reference first, then candidate, never overlapping, with the
+// device to themselves (the timing lock held exclusively). Each side announces "timed" after its
+// benchmark (the candidate also after its consistency calls) and waits, so both can re-measure if
+// the speedup looks too good. Without 100% pass both sides are only told to exit. Either way both
+// runners end here, and their results are read.
+#include <mutex>
+
+#include "mooreeval/pipeline/eval_job.h"
+#include "mooreeval/pipeline/runtime_checks.h"
+
+namespace musacoder::eval {
+
+using run::Command;
+using run::Gate;
+
+std::optional<Verdict> EvalJob::benchmark() {
+  const auto t0 = Clock::now();
+  std::unique_lock<TimingLock> timed(ev.timing_lock_, std::defer_lock);
+  if (all_pass) {
+    timed.lock();
+    slot_lap("timing_wait");
+  }
+  if (auto v = time_both_sides()) return v;
+  // The candidate's process ends inside the slot (nothing of it may still run on the device
+  // when the next job times); the reference's exit (trusted code, its device work done)
+  // overlaps the next job.
+  if (timed) timed.unlock();
+  slot_lap("bench");
+  cand_done = cand_run->session->finish();
+  run_slot.reset();
+  slot_lap("exit");
+  ref_done = reference->finish();
+  note_runner_seconds(d.v, "reference", ref_done);
+  note_runner_seconds(d.v, "candidate", cand_done);
+  d.v.seconds.benchmark = since(t0);
+  if (all_pass) {
+    if (!ref_done.result || ref_done.result->value("status", "") != "ok") {
+      d.log += runner_log(ref_done);
+      return stop(VerdictClass::kInfraError, Stage::kBenchmark, "the reference benchmark failed");
+    }
+    d.v.reference_time = timing_from(*ref_done.result);
+  }
+  if (!cand_done.result || cand_done.result->value("status", "") != "ok")
+    return finalize(classify_candidate_failure(d, cand_done, all_pass ? Stage::kBenchmark : Stage::kRun,
+                                               max_run_seconds));
+  return std::nullopt;
+}
+
+std::optional<Verdict> EvalJob::time_both_sides() {
+  run::RunnerSession& ref = *reference;
+  run::RunnerSession& cand = *cand_run->session;
+  std::optional<double> ref_median, cand_median;
+  ref.command(command(all_pass ? Command::kBench : Command::kExit));
+  if (all_pass) {
+    if (!ref.wait_for(gate(Gate::kTimed)) ||
+        !(ref_median = read_timing_median(run::timing_file(dirs.reference, run::Side::kReference)))) {
+      auto o = ref.finish();
+      cand.finish();
+      d.log += runner_log(o);
+      return stop(VerdictClass::kInfraError, Stage::kBenchmark, "the reference benchmark failed");
+    }
+  }
+  cand.command(command(all_pass ? Command::kBench : Command::kExit));
+  if (all_pass && cand.wait_for(gate(Gate::kTimed)))
+    cand_median = read_timing_median(run::timing_file(cand_dir, run::Side::kCandidate));
+  const double threshold = options.legality.recheck_speedup_above;
+  if (ref_median && cand_median && *cand_median > 0 && threshold > 0 &&
+      *ref_median / *cand_median > threshold)
+    recheck_speedup(*ref_median, *cand_median);
+  return std::nullopt;
+}
+
+void EvalJob::recheck_speedup(double ref_median, double cand_median) {
+  // Too good to take on one method's word: both sides again, wall clock over distinct inputs.
+  run::RunnerSession& ref = *reference;
+  run::RunnerSession& cand = *cand_run->session;
+  ref.command(command(Command::kRemeasure));
+  std::optional<double> ref_mean, cand_mean;
+  if (ref.wait_for(gate(Gate::kTimed)))
+    ref_mean = read_recheck_mean(run::recheck_file(dirs.reference, run::Side::kReference));
+  cand.command(command(Command::kRemeasure));
+  if (cand.wait_for(gate(Gate::kTimed)))
+    cand_mean = read_recheck_mean(run::recheck_file(cand_dir, run::Side::kCandidate));
+  if (ref_mean && cand_mean && *cand_mean > 0) {
+    d.v.speedup_check = SpeedupCheck{options.legality.recheck_speedup_above,
+                                     ref_median / cand_median,
+                                     *ref_mean / *cand_mean,
+                                     *ref_mean,
+                                     *cand_mean,
+                                     "wall_clock_batch"};
+  }
+}
+
+}  // namespace musacoder::eval
