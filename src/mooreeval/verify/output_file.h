@@ -59,8 +59,10 @@ class TensorData {
 
 using TrialOutputs = std::vector<TensorData>;  // what one forward call returned
 
-// Fails with kNotFound if the file is missing, kInvalidArgument if it is not a regular file, is
-// empty, or is malformed or truncated (never reads past its end), kInternal if it cannot be read.
+// MCOUT003 (what the runner writes): `path` holds the trial count and trial t is in `path`.t;
+// MCOUT002 (every trial in `path`) is still read. Fails with kNotFound if a file is missing,
+// kInvalidArgument if one is not a regular file, is empty, or is malformed or truncated (never
+// reads past its end), kInternal if one cannot be read.
 // The bytes are a copy (not a mapping, which a writer still alive — the candidate's runner —
 // could turn into SIGBUS by truncating the file) and live as long as any returned TensorData.
 Result<std::vector<TrialOutputs>> read_output_file(const std::filesystem::path& path);
