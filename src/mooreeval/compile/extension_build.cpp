@@ -168,10 +168,19 @@ BuildReport build_extensions(const std::vector<ExtensionSpec>& specs, const Tool
         report.log += lean_log;
         return finish(o);
       }
-      // The lean headers could not compile it: remember that, and build it as load_inline does.
-      cache.record_failure(lean_key, lean_log);
-      report.lean_note +=
-          spec.name + ": lean compile failed, full build used: " + first_error(lean_log) + "\n";
+      // Build it as load_inline does; remember the lean failure only when it was the sources'
+      // (not a compiler out of memory or a shim out of reach), so the cache never lies later.
+      const std::string not_theirs = lean_failure_not_the_sources(lean_log, *options.lean_shim);
+      if (not_theirs.empty()) cache.record_failure(lean_key, lean_log);
+      report.lean_note += spec.name + ": lean compile failed" +
+                          (not_theirs.empty() ? "" : " (" + not_theirs + ", not remembered)") +
+                          ", full build used: " + first_error(lean_log) + "\n";
+      if (!not_theirs.empty()) {
+        if (auto hit = cache.lookup(full_key, lib_name)) {
+          use(materialize(*hit, dir), false);
+          continue;
+        }
+      }
     } else if (!lean_key.empty()) {
       report.lean_note += spec.name + ": lean compile failed before (cached), full build used\n";
     } else {

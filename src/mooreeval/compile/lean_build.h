@@ -67,6 +67,14 @@ std::vector<CompileStep> lean_build_steps(const ExtensionSpec& spec, const Toolc
                                           const LeanShim& shim, const std::filesystem::path& dir,
                                           const std::filesystem::path& library);
 
+// Why a failed lean build says nothing about its sources ("" when it does, i.e. the lean
+// headers or the shim could not compile or link them). Only a failure that is the sources'
+// is remembered in the build cache; these are not, so the next build tries lean again:
+// no compiler diagnostic at all; the compiler killed or out of memory, disk or permission;
+// a header the lean path itself provides (mooreeval_lean/*, a shadow header that exists in
+// shim.shadow_dir) not found; the linker not finding its inputs.
+std::string lean_failure_not_the_sources(const std::string& log, const LeanShim& shim);
+
 // The cache key of a lean build, derived from the full build's key.
 std::string lean_cache_key(const std::string& full_key, const LeanShim& shim);
 

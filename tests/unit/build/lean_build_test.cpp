@@ -118,7 +118,9 @@ echo "$@" >> "$(dirname "$0")/calls.log"
 for a in "$@"; do
   case "$a" in
     *main.cpp) if grep -q MOOREEVAL_LEAN_EXPORT "$a" && grep -q unsupported_api "$a"; then
-                 echo "$a:2:1: error: 'unsupported_api' is not a member of 'at'" >&2; exit 1; fi ;;
+                 echo "$a:2:1: error: 'unsupported_api' is not a member of 'at'" >&2; exit 1; fi
+               if grep -q MOOREEVAL_LEAN_EXPORT "$a" && grep -q compiler_killed "$a"; then
+                 echo "g++: fatal error: Killed signal terminated program cc1plus" >&2; exit 1; fi ;;
   esac
 done
 while [ $# -gt 0 ]; do
@@ -181,6 +183,47 @@ TEST_F(FallbackFixture, FullBuildWhenLeanDoesNotCompileAndTheFailureIsRemembered
   EXPECT_TRUE(again.cache_hit);
   EXPECT_EQ(again.path, "full");
   EXPECT_EQ(calls(), 3);
+}
+
+// A lean compile that failed for want of memory (not because of its sources) is not
+// remembered: the next build tries lean again, and takes the cached full build meanwhile.
+TEST_F(FallbackFixture, ALeanFailureThatIsNotTheSourcesIsNotRemembered) {
+  ExtensionSpec s = add_spec();
+  s.cpp_sources.push_back("// compiler_killed");
+  auto r = build(s, "job1");
+  ASSERT_EQ(r.outcome, BuildOutcome::kOk) << r.log;
+  EXPECT_EQ(r.path, "full");
+  EXPECT_NE(r.lean_note.find("not remembered"), std::string::npos) << r.lean_note;
+  EXPECT_EQ(calls(), 3);  // failed lean compile, full compile, full link
+  auto again = build(s, "job2");
+  ASSERT_EQ(again.outcome, BuildOutcome::kOk) << again.log;
+  EXPECT_EQ(again.path, "full");
+  EXPECT_EQ(calls(), 4);  // lean tried again; the full build came from the cache
+  EXPECT_EQ(again.lean_note.find("failed before (cached)"), std::string::npos) << again.lean_note;
+}
+
+TEST(LeanBuild, FailuresOfTheSurroundingsAreToldFromTheSources) {
+  auto d = TempDir::create("mc-lean-shadow-");
+  ASSERT_TRUE(d.ok());
+  const LeanShim shim{"/x/shim.so", "/x/include", d->path(), "fp"};
+  fs::create_directories(d->path() / "torch");
+  ASSERT_TRUE(write_file_atomic(d->path() / "torch/extension.h", "").ok());
+  // The sources' own faults: remembered.
+  EXPECT_EQ(lean_failure_not_the_sources("main.cpp:2:1: error: 'foo' is not a member of 'at'", shim), "");
+  EXPECT_EQ(lean_failure_not_the_sources(
+                "main.cpp:1:10: fatal error: ATen/cuda/CUDAContext.h: No such file or directory", shim),
+            "");
+  EXPECT_EQ(lean_failure_not_the_sources("main.o: undefined reference to `at::foo()'", shim), "");
+  // The surroundings': not remembered.
+  for (const char* log :
+       {"main.cpp:3:10: fatal error: mooreeval_lean/bindings.h: No such file or directory",
+        "main.cpp:1:10: fatal error: torch/extension.h: No such file or directory",
+        "g++: fatal error: Killed signal terminated program cc1plus",
+        "main.cpp:9: internal compiler error: Segmentation fault",
+        "/usr/bin/ld: final link failed: No space left on device",
+        "/usr/bin/ld: cannot find -l:mooreeval_lean_shim.so: No such file or directory",
+        "$ g++ -Werror=return-type main.cpp\n[g++ exited with code 1]"})
+    EXPECT_NE(lean_failure_not_the_sources(log, shim), "") << log;
 }
 
 // A full build in the cache does not stop auto from taking the lean path (deterministic
