@@ -85,7 +85,8 @@ TEST(Layout, OnlyTheFrontDoorIsIncludedFromOutside) {
   const std::regex include(R"re(#\s*include\s*"(mooreeval/[^"]+)")re");
   int files = 0;
   for (const char* dir : {"src/data", "src/train", "src/engine", "src/rl", "src/prompts", "src/model",
-                          "src/tokenizer", "src/kernelbench", "tools/musacoder"}) {
+                          "src/tokenizer", "src/kernelbench", "src/quickstart", "src/musa",
+                          "tools/musacoder"}) {
     if (!fs::exists(root / dir)) continue;
     for (const auto& e : fs::recursive_directory_iterator(root / dir)) {
       if (!e.is_regular_file()) continue;
