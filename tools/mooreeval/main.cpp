@@ -312,6 +312,9 @@ int main(int argc, char** argv) {
   eval->add_option("--replay", eval_cmd.replay,
                    "VERDICT.json (eval --json) of this task and candidate: re-run it with its recorded settings "
                    "and seeds");
+  eval->add_flag("--warm-runners", eval_cmd.warm_runners,
+                 "start the zygote and the resident reference as eval-batch does (a one-shot does not: it would "
+                 "wait for their torch imports)");
   add_common(eval, eval_flags, eval_opts);
 
   t::BatchCommand batch_cmd;
@@ -426,6 +429,7 @@ int main(int argc, char** argv) {
   if (token->parsed()) return t::run_token(token_cmd);
   if (eval->parsed()) {
     if (auto e = prepare(eval_flags, eval, eval_opts); !e.empty()) return fail(e);
+    if (!eval_cmd.warm_runners) eval_opts.warm_runners = eval_opts.resident_reference = false;
     return t::run_eval(eval_cmd, eval_opts);
   }
   if (batch->parsed()) {
