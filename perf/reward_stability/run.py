@@ -3,7 +3,8 @@
 
 Two ways of repeating an evaluation, each with the runners' malloc tuning off (`--no-stable-malloc`,
 the "before") and on (the default, "after"):
-  fresh     N one-shot `mooreeval eval` processes (new evaluator, new runners, new reference server);
+  fresh     N one-shot `mooreeval eval --warm-runners` processes (new evaluator, new zygote, new reference
+            server: what each new service worker does; the plain one-shot starts no warm pools since f8bf303);
   one       one `mooreeval eval-batch` evaluator over N copies of the candidate (warm runners, one
             resident reference server that lives across the N evaluations).
 For each: the speedup's coefficient of variation (std/mean), its min/max, and the reward spread
@@ -31,8 +32,8 @@ def verdict_numbers(v):
 def run_fresh(args, extra):
     out = []
     for _ in range(args.fresh_runs or args.runs):
-        cmd = [args.mooreeval, "eval", "--task", args.task, "--candidate", args.candidate, "--backend",
-               args.backend, "--json"] + extra
+        cmd = [args.mooreeval, "eval", "--warm-runners", "--task", args.task, "--candidate", args.candidate,
+               "--backend", args.backend, "--json"] + extra
         p = subprocess.run(cmd, capture_output=True, text=True)
         if not p.stdout.strip():
             raise SystemExit("mooreeval eval printed nothing (exit %d): %s" % (p.returncode, p.stderr[-2000:]))
