@@ -123,6 +123,12 @@ BuildReport build_extensions(const std::vector<ExtensionSpec>& specs, const Tool
       report.extensions.push_back({spec.name, library, lean});
       lean_count += lean;
     };
+    auto cached_full = [&]() -> bool {
+      if (options.path == BuildPath::kLean) return false;
+      auto hit = cache.lookup(full_key, lib_name);
+      if (hit) use(materialize(*hit, dir), false);
+      return hit.has_value();
+    };
     // A cached full build serves only where the lean path is out (off, unsuitable, or known
     // not to compile): auto means "lean whenever it compiles", whatever the cache holds.
     auto cached = [&]() -> bool {
@@ -133,12 +139,7 @@ BuildReport build_extensions(const std::vector<ExtensionSpec>& specs, const Tool
         }
         if (!cache.has_failure(lean_key)) return false;
       }
-      if (options.path == BuildPath::kLean) return false;
-      if (auto hit = cache.lookup(full_key, lib_name)) {
-        use(materialize(*hit, dir), false);
-        return true;
-      }
-      return false;
+      return cached_full();
     };
     if (cached()) continue;
     std::optional<KeyLock> lock;
@@ -175,12 +176,7 @@ BuildReport build_extensions(const std::vector<ExtensionSpec>& specs, const Tool
       report.lean_note += spec.name + ": lean compile failed" +
                           (not_theirs.empty() ? "" : " (" + not_theirs + ", not remembered)") +
                           ", full build used: " + first_error(lean_log) + "\n";
-      if (!not_theirs.empty()) {
-        if (auto hit = cache.lookup(full_key, lib_name)) {
-          use(materialize(*hit, dir), false);
-          continue;
-        }
-      }
+      if (cached_full()) continue;  // lean is out now, so a full build in the cache serves
     } else if (!lean_key.empty()) {
       report.lean_note += spec.name + ": lean compile failed before (cached), full build used\n";
     } else {
