@@ -11,6 +11,13 @@ of the reference (torch.relu) and of the extension, measured by mooreeval_runner
 own method). Spread across processes is the thing to look at.
 
   python3 dev/cuda_timing_probe/probe.py --processes 8            # all four configurations
+  python3 dev/cuda_timing_probe/probe.py --host-delay-sweep       # the head start's effect (below)
+
+Result on an H100 (2026-12-06): no configuration is bimodal (candidate 8.4-9.2 us in every process, CUPTI
+first or not), so neither hypothesis explains the evaluations' 10-11 us. --host-delay-sweep tests the third: the
+candidate runner's call path (CallWatch, wrappers) is slower on the host than the flush is on the device, so the
+device idles inside the timed interval. It adds a host-side busy wait to each call and times it with the head
+start off and on (timing.benchmark's head_start).
 """
 import argparse
 import json
@@ -43,9 +50,30 @@ def child(args):
             state["i"] += 1
             with torch.no_grad():
                 fn(x)
-        return benchmark(call, "cuda", 10, 50, True)["median_ms"]
+        return benchmark(call, "cuda", 10, 50, True, False)["median_ms"]
 
     print(json.dumps({"ref_us": 1e3 * run(torch.relu), "cand_us": 1e3 * run(model)}))
+
+
+def host_delay_sweep():
+    import time
+    import torch
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    from mooreeval_runner.timing import benchmark
+    x = torch.randn(16, 65536, device="cuda")
+    for delay_us in (0, 20, 40, 80, 160):
+        def call():
+            t_end = time.perf_counter() + delay_us * 1e-6
+            while time.perf_counter() < t_end:
+                pass
+            torch.relu(x)
+        row = []
+        for head_start in (False, True):
+            meds = [benchmark(call, "cuda", 10, 50, True, head_start) for _ in range(3)]
+            row.append("head start %-3s %s" % ("on" if head_start else "off",
+                                              " ".join("%.2f" % (1e3 * m["median_ms"]) for m in meds)))
+        print("host delay %3d us: relu us | %s | head_start_ms %.3f" % (delay_us, " | ".join(row),
+                                                                        meds[-1]["head_start_ms"]), flush=True)
 
 
 def main():
@@ -54,7 +82,10 @@ def main():
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--cupti-first", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--rotate", type=int, default=1, help=argparse.SUPPRESS)
+    ap.add_argument("--host-delay-sweep", action="store_true")
     args = ap.parse_args()
+    if args.host_delay_sweep:
+        return host_delay_sweep()
     if args.child:
         return child(args)
     for name, extra in (("plain", []), ("cupti-first", ["--cupti-first"]), ("rotate-8", ["--rotate", "8"]),

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Reward stability: the same candidate evaluated N times, before and after the timing fixes.
 
-Two ways of repeating an evaluation, each with the runners' malloc tuning off (`--no-stable-malloc`,
-the "before") and on (the default, "after"):
+Two ways of repeating an evaluation, each "before" and "after" a timing fix (the default settings): on cpu
+"before" is the runners' malloc tuning off (`--no-stable-malloc`), on cuda the device-side head start before
+each timed call off (`--no-host-head-start`):
   fresh     N one-shot `mooreeval eval --warm-runners` processes (new evaluator, new zygote, new reference
             server: what each new service worker does; the plain one-shot starts no warm pools since f8bf303);
   one       one `mooreeval eval-batch` evaluator over N copies of the candidate (warm runners, one
@@ -26,7 +27,9 @@ import time
 def verdict_numbers(v):
     return {"speedup": float(v.get("speedup") or 0.0), "reward": float((v.get("reward") or {}).get("total", 0.0)),
             "verdict": v.get("verdict"), "ref_ms": (v.get("reference_time") or {}).get("median_ms"),
-            "cand_ms": (v.get("candidate_time") or {}).get("median_ms")}
+            "cand_ms": (v.get("candidate_time") or {}).get("median_ms"),
+            "ref_host_ms": (v.get("reference_time") or {}).get("host_ms"),
+            "cand_host_ms": (v.get("candidate_time") or {}).get("host_ms")}
 
 
 def run_fresh(args, extra):
@@ -82,14 +85,16 @@ def main():
     ap.add_argument("--fresh-runs", type=int, default=0, help="runs of the fresh mode (default: --runs)")
     ap.add_argument("--modes", default="one,fresh")
     ap.add_argument("--variants", default="before,after",
-                    help="before (--no-stable-malloc), after (the default settings), or both")
+                    help="before (cpu: --no-stable-malloc, cuda: --no-host-head-start), after (the default "
+                    "settings), or both")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     if args.runs < 2:
         ap.error("--runs must be at least 2")
     results = {}
     for mode in args.modes.split(","):
-        variants = [v for v in (("before", ["--no-stable-malloc"]), ("after", [])) if v[0] in args.variants.split(",")]
+        before = ["--no-stable-malloc"] if args.backend == "cpu" else ["--no-host-head-start"]
+        variants = [v for v in (("before", before), ("after", [])) if v[0] in args.variants.split(",")]
         for label, extra in variants:
             t0 = time.monotonic()
             rows = run_one(args, extra) if mode == "one" else run_fresh(args, extra)

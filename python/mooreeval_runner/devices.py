@@ -74,6 +74,32 @@ def timing_event(device):
     return module(device).Event(enable_timing=True)
 
 
+_SLEEP_CYCLES_PER_S = {}
+
+
+def sleep_cycles(device, seconds):
+    """Cycles of device_sleep that last about `seconds`, from a one-off calibration per process (a
+    1M-cycle sleep timed by events); 0 where the device module has no _sleep (no head start)."""
+    mod = module(device)
+    if not hasattr(mod, "_sleep"):
+        return 0
+    key = kind(device)
+    if key not in _SLEEP_CYCLES_PER_S:
+        start, end = timing_event(device), timing_event(device)
+        mod._sleep(1000)  # first use: module load outside the timed interval
+        start.record()
+        mod._sleep(1000000)
+        end.record()
+        end.synchronize()
+        _SLEEP_CYCLES_PER_S[key] = 1000000 / max(start.elapsed_time(end) * 1e-3, 1e-9)
+    return int(seconds * _SLEEP_CYCLES_PER_S[key])
+
+
+def device_sleep(device, cycles):
+    """A kernel on the current stream that spins for `cycles` clock cycles."""
+    module(device)._sleep(cycles)
+
+
 def l2_cache_bytes(device):
     return getattr(module(device).get_device_properties(device), "L2_cache_size", 64 << 20)
 

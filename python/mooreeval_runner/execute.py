@@ -160,7 +160,7 @@ def _timed(model, task, job, device):
             last[0] = model(*inputs)
 
     timing = benchmark(call, device, int(job["warmup_iters"]), int(job["benchmark_iters"]),
-                       bool(job.get("flush_l2", True)))
+                       bool(job.get("flush_l2", True)), bool(job.get("host_head_start", True)))
     return timing, last[0]
 
 

@@ -9,6 +9,15 @@ device after every call made the per-call time mostly host overhead, and a tiny 
 speedup swung 0.3x-2x between evaluations (perf/reward_stability, issue #29). A call that
 synchronizes, or launches late, still shows its idle device time. Kernels on other streams are
 not timed here; the run-time profile makes them illegal (kernel_profile.py, side_stream).
+
+The flush alone keeps the host ahead only while the host's side of one call (Python, wrappers,
+the launch) is shorter than the flush: for a small kernel behind a slow call path the device
+went idle between the start event and the kernel, and that gap was timed (a relu candidate's
+median was 8.4-8.9 us in some evaluations and 10-11 us in others, its reference never). With
+the head start (the default), the warm-up measures the host's time per call and each timed call
+is preceded, after the flush, by a device-side wait of twice that (torch.cuda._sleep), so the
+kernels are already queued when their start event is reached. The timing reports both numbers
+(host_ms, head_start_ms).
 CPU: wall clock around the call.
 
 wall_clock_batch is the second, independent method used when a speedup looks too good:
@@ -36,27 +45,10 @@ def summarize(times_ms):
             "min_ms": s[0] if s else 0.0, "iters": len(s)}
 
 
-def benchmark(fn, device, warmup, iters, flush_l2=True):
-    import torch
+def benchmark(fn, device, warmup, iters, flush_l2=True, head_start=True):
     from . import devices
-    if devices.is_gpu(device):  # cuda, or musa through torch.musa (devices.py)
-        flush = None
-        if flush_l2:
-            l2 = devices.l2_cache_bytes(device)
-            flush = torch.empty(max(2 * l2, 128 << 20), dtype=torch.uint8, device=device)
-        for _ in range(warmup):
-            fn()
-        devices.synchronize(device)
-        starts = [devices.timing_event(device) for _ in range(iters)]
-        ends = [devices.timing_event(device) for _ in range(iters)]
-        for start, end in zip(starts, ends):
-            if flush is not None:
-                flush.zero_()  # longer than the host's launch of fn: the host stays ahead
-            start.record()
-            fn()
-            end.record()
-        devices.synchronize(device)  # device-wide; other streams' kernels are illegal (kernel_profile)
-        return summarize([start.elapsed_time(end) for start, end in zip(starts, ends)])
+    if devices.is_gpu(device):
+        return _device_benchmark(fn, device, warmup, iters, flush_l2, head_start)
     for _ in range(warmup):
         fn()
     times = []
@@ -65,6 +57,58 @@ def benchmark(fn, device, warmup, iters, flush_l2=True):
         fn()
         times.append((_perf_counter() - t0) * 1e3)
     return summarize(times)
+
+
+def _device_benchmark(fn, device, warmup, iters, flush_l2, head_start):
+    """cuda, or musa through torch.musa (devices.py): per-call device times (module docstring)."""
+    import torch
+    from . import devices
+    flush = None
+    if flush_l2:
+        l2 = devices.l2_cache_bytes(device)
+        flush = torch.empty(max(2 * l2, 128 << 20), dtype=torch.uint8, device=device)
+    host_s = _host_seconds_per_call(fn, device, warmup)
+    wait_s = min(max(2 * host_s, _MIN_HEAD_START_S), _MAX_HEAD_START_S) if head_start else 0.0
+    cycles = devices.sleep_cycles(device, wait_s) if wait_s > 0 else 0
+    starts = [devices.timing_event(device) for _ in range(iters)]
+    ends = [devices.timing_event(device) for _ in range(iters)]
+    for start, end in zip(starts, ends):
+        if flush is not None:
+            flush.zero_()
+        if cycles:
+            devices.device_sleep(device, cycles)  # the host queues fn's kernels meanwhile
+        start.record()
+        fn()
+        end.record()
+    devices.synchronize(device)  # device-wide; other streams' kernels are illegal (kernel_profile)
+    timing = summarize([start.elapsed_time(end) for start, end in zip(starts, ends)])
+    timing["host_ms"] = host_s * 1e3
+    timing["head_start_ms"] = wait_s * 1e3 if cycles else 0.0
+    return timing
+
+
+_MIN_HEAD_START_S = 20e-6
+_MAX_HEAD_START_S = 20e-3
+
+
+def _host_seconds_per_call(fn, device, warmup):
+    """The warm-up calls; returns the host's seconds per call over the second half of them, which
+    the host issues without waiting for the device (only the launch path and Python are timed).
+    A call that synchronizes counts its device time too: the head start is then longer than it
+    needs to be, which costs device time but never changes what the events measure."""
+    from . import devices
+    first, rest = warmup // 2, warmup - warmup // 2
+    for _ in range(first):
+        fn()
+    devices.synchronize(device)
+    if rest == 0:  # --warmup-iters 0: no untimed call, the minimum head start
+        return 0.0
+    t0 = _perf_counter()
+    for _ in range(rest):
+        fn()
+    host_s = (_perf_counter() - t0) / rest
+    devices.synchronize(device)
+    return host_s
 
 
 def wall_clock_batch(fn, input_sets, device, calls):

@@ -66,6 +66,9 @@ struct TimingOptions {
   int warmup_iters = 10;     // untimed calls before the timed ones
   int benchmark_iters = 50;  // timed calls per side
   bool flush_l2 = true;      // cuda: flush L2 before each timed call
+  // cuda: a device-side wait before each timed call, twice the host's time per call, so that a slow
+  // call path (Python, wrappers) cannot leave the device idle inside the timed interval.
+  bool host_head_start = true;
   // glibc malloc tuned for repeatable timings in runners (fixed mmap threshold, no trimming).
   bool stable_malloc = true;
   nlohmann::json to_json() const;

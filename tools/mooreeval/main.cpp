@@ -34,7 +34,7 @@ struct CommonFlags {
   uint64_t seed = 0;
   bool no_cache = false, no_op_check = false, no_warm = false, no_resident = false,
        no_behaviour_check = false, no_import_check = false, forbid_fallback_code = false,
-       no_stable_malloc = false;
+       no_stable_malloc = false, no_host_head_start = false;
   double max_library_mib = 1024;
 };
 
@@ -120,6 +120,9 @@ void add_common(CLI::App* app, CommonFlags& f, EvalOptions& o) {
   app->add_flag("--no-stable-malloc", f.no_stable_malloc,
                 "runners use glibc malloc's default (dynamic mmap threshold, heap trimming): less repeatable "
                 "timings on cpu");
+  app->add_flag("--no-host-head-start", f.no_host_head_start,
+                "cuda: no device-side wait before each timed call (a slow call path's idle device time is then "
+                "timed)");
   app->add_flag("--no-import-check", f.no_import_check,
                 "skip the check of what each built library imports (compute below the dispatcher, vendor "
                 "BLAS/DNN, dlopen/dlsym)");
@@ -179,6 +182,7 @@ std::string resolve(const CommonFlags& f, CLI::App* app, EvalOptions& o) {
   o.legality.check_runtime_ops = !f.no_op_check;
   o.legality.check_library_imports = !f.no_import_check;
   o.stable_malloc = !f.no_stable_malloc;
+  o.host_head_start = !f.no_host_head_start;
   o.legality.forbid_fallback_code = f.forbid_fallback_code;
   auto sandbox_mode = musacoder::sandbox::parse_sandbox_mode(f.sandbox);
   if (!sandbox_mode.ok()) return sandbox_mode.status().message();

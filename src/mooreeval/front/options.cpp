@@ -17,7 +17,7 @@ json CheckOptions::to_json() const {
 
 json TimingOptions::to_json() const {
   return {{"warmup_iters", warmup_iters}, {"benchmark_iters", benchmark_iters}, {"flush_l2", flush_l2},
-          {"stable_malloc", stable_malloc}};
+          {"host_head_start", host_head_start},           {"stable_malloc", stable_malloc}};
 }
 
 json DeadlineOptions::to_json() const {
@@ -77,6 +77,7 @@ void map_check_timing_deadlines(const Options& in, eval::EvalOptions& o) {
   o.warmup_iters = in.timing.warmup_iters;
   o.benchmark_iters = in.timing.benchmark_iters;
   o.flush_l2 = in.timing.flush_l2;
+  o.host_head_start = in.timing.host_head_start;
   o.stable_malloc = in.timing.stable_malloc;
   o.max_build = in.deadlines.max_build;
   o.max_run = in.deadlines.max_run;

@@ -73,6 +73,9 @@ std::optional<TimingStats> timing_from(const json& result) {
   s.p90_ms = t.value("p90_ms", 0.0);
   s.min_ms = t.value("min_ms", 0.0);
   s.iters = t.value("iters", 0);
+  if (t.contains("host_ms") && t["host_ms"].is_number()) s.host_ms = t["host_ms"].get<double>();
+  if (t.contains("head_start_ms") && t["head_start_ms"].is_number())
+    s.head_start_ms = t["head_start_ms"].get<double>();
   return s;
 }
 

@@ -37,6 +37,7 @@ json EvalOptions::to_json() const {
           {"resident_reference", resident_reference},
           {"cache_max_bytes", cache_max_bytes},
           {"flush_l2", flush_l2},
+          {"host_head_start", host_head_start},
           {"stable_malloc", stable_malloc},
           {"reward_scheme", reward::scheme_name(reward.scheme)},
           {"reward_speedup_cap", reward.speedup_cap},

@@ -71,6 +71,7 @@ struct EvalOptions {
   // concurrent multi-stream work would notice (and side streams are illegal anyway).
   int cuda_max_connections = 1;
   bool flush_l2 = true;                               // flush L2 before each timed call (cuda)
+  bool host_head_start = true;  // cuda: device-side wait before each timed call (timing.py); --no-host-head-start
   // Runners start with glibc malloc tuned for repeatable timings (GLIBC_TUNABLES: one fixed mmap
   // threshold, no heap trimming), so an allocation of a given size costs the same on every call rather
   // than page-faulting on some: the cause of bimodal per-call times on cpu (docs/benchmarks.md,

@@ -64,6 +64,7 @@ void EvalJob::describe_jobs() {
             {key(JobKey::kWarmupIters), options.warmup_iters},
             {key(JobKey::kBenchmarkIters), options.benchmark_iters},
             {key(JobKey::kFlushL2), options.flush_l2},
+            {key(JobKey::kHostHeadStart), options.host_head_start},
             {key(JobKey::kControlFd), 3},
             {key(JobKey::kThreads), options.cpu_threads},
             // Consistency calls after the benchmark and the second timing method.
@@ -79,7 +80,8 @@ void EvalJob::describe_jobs() {
           : std::string(
                 "median of per-call device times (events around each call on the current stream, "
                 "host not waiting between calls, device-wide synchronize after the last)") +
-                (options.flush_l2 ? ", L2 flushed before each call" : "");
+                (options.flush_l2 ? ", L2 flushed before each call" : "") +
+                (options.host_head_start ? ", then a device-side wait of twice the host's time per call" : "");
   ref_job = common;
   ref_job[key(JobKey::kOutputsPath)] = run::outputs_file(dirs.reference, run::Side::kReference).string();
   ref_job[key(JobKey::kChecksPath)] = run::checks_file(dirs.reference, run::Side::kReference).string();

@@ -46,11 +46,14 @@ namespace {
 
 json timing_json(const std::optional<TimingStats>& t) {
   if (!t) return nullptr;
-  return {{"median_ms", t->median_ms},
-          {"p10_ms", t->p10_ms},
-          {"p90_ms", t->p90_ms},
-          {"min_ms", t->min_ms},
-          {"iters", t->iters}};
+  json j = {{"median_ms", t->median_ms},
+            {"p10_ms", t->p10_ms},
+            {"p90_ms", t->p90_ms},
+            {"min_ms", t->min_ms},
+            {"iters", t->iters}};
+  if (t->host_ms) j["host_ms"] = *t->host_ms;
+  if (t->head_start_ms) j["head_start_ms"] = *t->head_start_ms;
+  return j;
 }
 
 json speedup_check_json(const std::optional<SpeedupCheck>& c) {

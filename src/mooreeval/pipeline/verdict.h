@@ -46,6 +46,8 @@ const char* stage_name(Stage s);
 struct TimingStats {
   double median_ms = 0, p10_ms = 0, p90_ms = 0, min_ms = 0;
   int iters = 0;
+  // cuda: the host's time per call (warm-up) and the device-side wait before each timed call
+  std::optional<double> host_ms, head_start_ms;
 };
 
 // The second timing method, run when the first speedup exceeded the threshold

@@ -31,6 +31,7 @@ enum class JobKey {
   kWarmupIters,        // r c
   kBenchmarkIters,     // r c
   kFlushL2,            // r c    cuda
+  kHostHeadStart,      // r c    cuda: device-side wait before each timed call
   kBenchmark,          // r c    manual runs without a control pipe: benchmark after the trials
   kControlFd,          // r c    the control pipe's fd (gates and commands)
   kThreads,            // r c    torch intra-op threads (0: default)

@@ -34,6 +34,7 @@ TEST(FrontOptions, EveryGroupReachesItsField) {
   o.check.poison_bytes = 3;
   o.timing.benchmark_iters = 9;
   o.timing.flush_l2 = false;
+  o.timing.host_head_start = false;
   o.deadlines.max_run = std::chrono::milliseconds(1234);
   o.deadlines.infra_retries = 4;
   o.concurrency.workers = 6;
@@ -51,6 +52,7 @@ TEST(FrontOptions, EveryGroupReachesItsField) {
   EXPECT_EQ(m->poison_bytes, 3u);
   EXPECT_EQ(m->benchmark_iters, 9);
   EXPECT_FALSE(m->flush_l2);
+  EXPECT_FALSE(m->host_head_start);
   EXPECT_EQ(m->max_run.count(), 1234);
   EXPECT_EQ(m->infra_retries, 4);
   EXPECT_EQ(m->workers, 6);

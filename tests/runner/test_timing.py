@@ -1,0 +1,104 @@
+"""timing.benchmark on an accelerator, with the device module faked: which calls are warm-up and which are
+timed, the device-side head start before each timed call (issue #29: a slow call path must not leave the
+device idle inside the timed interval), and --no-host-head-start / --warmup-iters 0."""
+import pytest
+
+from mooreeval_runner import devices, timing
+
+
+class FakeEvent:
+    def __init__(self, log):
+        self.log = log
+
+    def record(self):
+        self.log.append("record")
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, other):
+        return 0.5  # milliseconds; for the calibration: 1M cycles in 0.5 ms = 2 GHz
+
+
+class FakeModule:
+    def __init__(self, log):
+        self.log = log
+        self.sleeps = []
+
+    def _sleep(self, cycles):
+        self.sleeps.append(cycles)
+        self.log.append("sleep")
+
+
+@pytest.fixture
+def fake_device(monkeypatch):
+    log = []
+    mod = FakeModule(log)
+    monkeypatch.setattr(devices, "is_gpu", lambda device: True)
+    monkeypatch.setattr(devices, "module", lambda device: mod)
+    monkeypatch.setattr(devices, "synchronize", lambda device: log.append("sync"))
+    monkeypatch.setattr(devices, "timing_event", lambda device: FakeEvent(log))
+    monkeypatch.setattr(devices, "_SLEEP_CYCLES_PER_S", {})
+    return log, mod
+
+
+def run(log, **kwargs):
+    calls = []
+
+    def fn():
+        calls.append(len(log))
+        log.append("call")
+
+    result = timing.benchmark(fn, "cuda:0", kwargs.pop("warmup", 4), kwargs.pop("iters", 3), False, **kwargs)
+    return result, calls
+
+
+def test_each_timed_call_waits_on_the_device_first(fake_device):
+    log, mod = fake_device
+    result, calls = run(log)
+    assert len(calls) == 4 + 3
+    # calibration: a short sleep, then 1M cycles between two events; then per timed call: sleep, start, call, end
+    assert mod.sleeps[:2] == [1000, 1000000]
+    warm_up, calibration, timed = log[:6], log[6:10], log[10:]
+    assert warm_up == ["call", "call", "sync", "call", "call", "sync"]
+    assert calibration == ["sleep", "record", "sleep", "record"]
+    assert timed == ["sleep", "record", "call", "record"] * 3 + ["sync"]
+    assert result["iters"] == 3 and result["median_ms"] == pytest.approx(0.5)
+    assert result["host_ms"] >= 0
+    # at least the 20 us minimum, at 2 GHz: 40,000 cycles per timed call
+    assert result["head_start_ms"] >= 0.02
+    assert all(c >= 40000 for c in mod.sleeps[2:])
+
+
+def test_the_head_start_is_twice_the_hosts_time_per_call(fake_device, monkeypatch):
+    log, mod = fake_device
+    clock = iter([0.0, 0.004])  # two warm-up calls timed: 2 ms per call on the host
+    monkeypatch.setattr(timing, "_perf_counter", lambda: next(clock))
+    result, _ = run(log)
+    assert result["host_ms"] == pytest.approx(2.0)
+    assert result["head_start_ms"] == pytest.approx(4.0)
+    assert mod.sleeps[2:] == [8000000] * 3  # 4 ms at 2 GHz
+
+
+def test_no_head_start_times_the_calls_as_before(fake_device):
+    log, mod = fake_device
+    result, calls = run(log, head_start=False)
+    assert len(calls) == 7
+    assert mod.sleeps == []
+    assert result["head_start_ms"] == 0.0
+
+
+def test_no_warm_up_calls_when_warmup_is_zero(fake_device):
+    log, mod = fake_device
+    result, calls = run(log, warmup=0)
+    assert len(calls) == 3
+    assert result["host_ms"] == 0.0
+    assert result["head_start_ms"] == pytest.approx(0.02)
+
+
+def test_a_device_without_sleep_gets_no_head_start(fake_device, monkeypatch):
+    log, _ = fake_device
+    monkeypatch.setattr(devices, "module", lambda device: object())
+    result, calls = run(log)
+    assert len(calls) == 7
+    assert result["head_start_ms"] == 0.0
