@@ -57,14 +57,16 @@ std::string learning_failure(const std::vector<EvalPoint>& p) {
 
 Result<QuickstartResult> run_quickstart(const QuickstartOptions& o, const Log& log) {
   MC_RETURN_IF_ERROR(validate(o));
+  if (!o.base_model.empty()) MC_RETURN_IF_ERROR(check_base_model(o.base_model));  // before touching --out
   MC_RETURN_IF_ERROR(prepare_out_dir(o));
   QuickstartResult r;
   auto data = timed(r, "data", log, [&] { return make_data(o, o.out_dir / "data"); });
   if (!data.ok()) return data.status();
   r.train_pairs = data->train_pairs, r.heldout = data->heldout_tasks, r.overlaps = data->overlaps;
-  const fs::path base = o.out_dir / "model-init", heldout = data->heldout / "tasks";
+  const fs::path heldout = data->heldout / "tasks";
+  const fs::path base = o.base_model.empty() ? o.out_dir / "model-init" : o.base_model;
   auto init = timed(r, "model", log, [&]() -> Result<bool> {
-    MC_RETURN_IF_ERROR(make_tiny_model(o, data->train / "sft.jsonl", base));
+    if (o.base_model.empty()) MC_RETURN_IF_ERROR(make_tiny_model(o, data->train / "sft.jsonl", base));
     return true;
   });
   if (!init.ok()) return init.status();
@@ -102,7 +104,20 @@ Status validate(const QuickstartOptions& o) {
     return invalid_argument("--hidden-size must be a multiple of 64, at least 128");
   if (o.layers < 1) return invalid_argument("--layers must be at least 1");
   if (o.vocab_size < 512) return invalid_argument("--vocab-size must be at least 512");
+  if (o.sft_learning_rate < 0 || o.rl_learning_rate < 0)
+    return invalid_argument("--learning-rate and --rl-learning-rate must be positive (0: the default)");
+  if (o.max_seq_len < 256) return invalid_argument("--max-seq-len must be at least 256");
   return Status::ok_status();
+}
+
+double sft_learning_rate(const QuickstartOptions& o) {
+  if (o.sft_learning_rate > 0) return o.sft_learning_rate;
+  return o.base_model.empty() ? 3e-3 : 5e-5;
+}
+
+double rl_learning_rate(const QuickstartOptions& o) {
+  if (o.rl_learning_rate > 0) return o.rl_learning_rate;
+  return o.base_model.empty() ? 1e-4 : 2e-6;
 }
 
 }  // namespace musacoder::quickstart

@@ -37,19 +37,21 @@ struct QuickstartOptions {
   int train_tasks = 96;    // synthesized, verified training tasks (SFT pairs and RL prompts)
   int heldout_tasks = 12;  // held-out tasks (evaluation only)
   std::vector<std::string> categories = {"elementwise", "activation"};
-  // --- model (Qwen2 family, from scratch)
+  // --- model: a pretrained checkpoint (--base-model: e.g. SmolLM2-135M-Instruct, build/models/smollm2-135m),
+  // or, when empty, a Qwen2 from scratch with a tokenizer trained on the corpus (the sizes below)
+  std::filesystem::path base_model;
   int64_t vocab_size = 2048;  // BPE trained on the corpus (fewer when the corpus runs out of merges)
   int64_t hidden_size = 128;
   int64_t layers = 4;
   // --- SFT
   int64_t sft_steps = 360;  // --steps
-  double sft_learning_rate = 3e-3;
+  double sft_learning_rate = 0;  // --learning-rate; 0: 3e-3 from scratch, 5e-5 for a --base-model
   int64_t max_seq_len = 2048;
   // --- RL
   int64_t rl_steps = 3;
   int rl_prompts_per_step = 2;
   int rl_samples_per_prompt = 4;
-  double rl_learning_rate = 1e-4;
+  double rl_learning_rate = 0;  // --rl-learning-rate; 0: 1e-4 from scratch, 2e-6 for a --base-model
   // --- evaluation (first turn, held-out)
   int samples = 4;  // the k of Pass@k
   double temperature = 0.7;
@@ -78,6 +80,10 @@ struct QuickstartResult {
 
 // Checks values (not files). kInvalidArgument naming the flag.
 Status validate(const QuickstartOptions& options);
+
+// The learning rates in effect (the options' unless 0: then the defaults above for the model's kind).
+double sft_learning_rate(const QuickstartOptions& options);
+double rl_learning_rate(const QuickstartOptions& options);
 
 // Runs the whole loop; `log` receives one line per stage and the table at the end. Errors: the failing
 // stage's status with the stage named (a run that finished but did not learn is ok: see learning_failure).

@@ -22,6 +22,10 @@ struct DataSets {
 // data_stage.cpp: verified training pairs, then the decontaminated held-out split.
 Result<DataSets> make_data(const QuickstartOptions& o, const std::filesystem::path& dir);
 
+// tiny_model.cpp: a --base-model directory loads as a model with a chat template (kNotFound /
+// kInvalidArgument naming what is missing).
+Status check_base_model(const std::filesystem::path& dir);
+
 // tiny_model.cpp: tokenizer trained on the SFT corpus + a randomly initialised Qwen2 in `dir`.
 Status make_tiny_model(const QuickstartOptions& o, const std::filesystem::path& sft_jsonl,
                        const std::filesystem::path& dir);

@@ -11,6 +11,7 @@
 #include "model/config.h"
 #include "quickstart/stages.h"
 #include "tokenizer/bpe_trainer.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace musacoder::quickstart {
@@ -82,6 +83,20 @@ Status write_tokenizer(const QuickstartOptions& o, const fs::path& sft_jsonl, co
 }
 
 }  // namespace
+
+Status check_base_model(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    return not_found("--base-model " + dir.string() + " is not a directory (./scripts/fetch_models.sh makes "
+                     "build/models/smollm2-135m)");
+  auto config = model::load_config(dir / "config.json");
+  if (!config.ok()) return invalid_argument("--base-model: " + config.status().message());
+  auto tok = tokenizer::Tokenizer::load(dir);
+  if (!tok.ok()) return invalid_argument("--base-model: " + tok.status().message());
+  auto chat = tokenizer::detect_chat_format(*tok);
+  if (!chat.ok()) return invalid_argument("--base-model: no chat format: " + chat.status().message());
+  return Status::ok_status();
+}
 
 Status make_tiny_model(const QuickstartOptions& o, const fs::path& sft_jsonl, const fs::path& dir) {
   std::error_code ec;

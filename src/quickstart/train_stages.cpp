@@ -1,5 +1,5 @@
-// The two trainers as the quickstart runs them: SFT with a high peak learning rate and a cosine decay (a
-// model from scratch, a few hundred updates), then GRPO with all four of the lesson's components on, rewards
+// The two trainers as the quickstart runs them: SFT with a cosine decay (a high peak learning rate for a
+// model from scratch, a fine-tuning one for a --base-model), then GRPO with all four of the lesson's components on, rewards
 // from MooreEval.
 #include "quickstart/stages.h"
 #include "train/rl/trainer.h"
@@ -19,7 +19,7 @@ train::sft::SftOptions sft_options(const QuickstartOptions& o, const fs::path& b
   s.per_device_batch_tokens = 2 * o.max_seq_len;
   s.backend = o.backend;
   s.max_steps = o.sft_steps;
-  s.learning_rate = o.sft_learning_rate;
+  s.learning_rate = sft_learning_rate(o);
   s.lr_scheduler = "cosine";
   s.warmup_ratio = 0.03;
   s.seed = o.seed;
@@ -44,7 +44,7 @@ train::rl::RlOptions rl_options(const QuickstartOptions& o, const fs::path& base
   r.max_turns = 2;
   r.temperature = o.temperature;
   r.max_new_tokens = o.max_new_tokens;
-  r.learning_rate = o.rl_learning_rate;
+  r.learning_rate = rl_learning_rate(o);
   r.max_steps = o.rl_steps;
   r.seed = o.seed;
   r.enable_prime_echo = r.enable_bdr = r.enable_mirrorpop = true;

@@ -1,4 +1,5 @@
-// musacoder quickstart: the whole loop on a small scale — verified data, a tiny model from scratch, SFT,
+// musacoder quickstart: the whole loop on a small scale — verified data, a tiny model from scratch (or a
+// pretrained --base-model), SFT,
 // GRPO with MooreEval rewards, held-out evaluation before and after (src/quickstart/quickstart.h,
 // docs/quickstart.md). Exit 1 when learning did not show (the numbers are printed), 2 bad input, 3 infra.
 #include <csignal>
@@ -40,7 +41,16 @@ Command add_quickstart_command(CLI::App& app) {
   sub->add_option("--backend", o->backend, "cpu | cuda: kernels, verifier and model device")
       ->capture_default_str();
   sub->add_option("--seed", o->seed, "seed of data, model and sampling")->capture_default_str();
+  sub->add_option("--base-model", o->base_model,
+                  "start from this pretrained checkpoint (e.g. build/models/smollm2-135m) instead of a tiny "
+                  "model trained from scratch");
   sub->add_option("--steps", o->sft_steps, "SFT updates")->capture_default_str();
+  sub->add_option("--learning-rate", o->sft_learning_rate,
+                  "SFT peak learning rate (default: 3e-3 from scratch, 5e-5 with --base-model)");
+  sub->add_option("--max-seq-len", o->max_seq_len, "SFT row length in tokens (a row holds packed pairs)")
+      ->capture_default_str();
+  sub->add_option("--rl-learning-rate", o->rl_learning_rate,
+                  "GRPO learning rate (default: 1e-4 from scratch, 2e-6 with --base-model)");
   sub->add_option("--rl-steps", o->rl_steps, "GRPO steps")->capture_default_str();
   sub->add_option("--rl-prompts", o->rl_prompts_per_step, "GRPO groups per step")->capture_default_str();
   sub->add_option("--rl-samples", o->rl_samples_per_prompt, "GRPO group size (K)")->capture_default_str();
@@ -53,9 +63,10 @@ Command add_quickstart_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--temperature", o->temperature, "sampling temperature (evaluation and RL)")
       ->capture_default_str();
-  sub->add_option("--hidden-size", o->hidden_size, "model width (multiple of 64)")->capture_default_str();
-  sub->add_option("--layers", o->layers, "model layers")->capture_default_str();
-  sub->add_option("--vocab-size", o->vocab_size, "BPE vocabulary trained on the corpus")
+  sub->add_option("--hidden-size", o->hidden_size, "model width (multiple of 64; from scratch only)")
+      ->capture_default_str();
+  sub->add_option("--layers", o->layers, "model layers (from scratch only)")->capture_default_str();
+  sub->add_option("--vocab-size", o->vocab_size, "BPE vocabulary trained on the corpus (from scratch only)")
       ->capture_default_str();
   sub->add_option("--verify-workers", o->verify_workers, "concurrent verifications")->capture_default_str();
   sub->add_option("--build-cache", o->build_cache,
