@@ -76,6 +76,15 @@ TEST(Quickstart, BadInputExitsTwoWithAMessage) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.stderr_text.find("already holds a run"), std::string::npos) << r.stderr_text;
   EXPECT_EQ(read_file(out / "keep.txt").value(), "an earlier run");  // nothing of it was touched
+
+  // A --base-model that is no checkpoint is refused before anything runs, even with --overwrite.
+  r = quickstart({"--out", out.string(), "--overwrite", "--base-model", (out / "nowhere").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.stderr_text.find("--base-model"), std::string::npos) << r.stderr_text;
+  r = quickstart({"--out", out.string(), "--overwrite", "--base-model", out.string()});  // no config.json
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.stderr_text.find("config.json"), std::string::npos) << r.stderr_text;
+  EXPECT_EQ(read_file(out / "keep.txt").value(), "an earlier run");
   fs::remove_all(out);
 }
 
