@@ -58,6 +58,9 @@ def setup(device):
     if not mod.is_available():
         raise RuntimeError("%s backend requested but torch sees no %s device" % (kind(device), kind(device).upper()))
     mod.set_device(device)
+    # Bound before any candidate code runs: a candidate that patches torch.cuda._sleep later does not
+    # reach the timing's head start (timing.py).
+    _SLEEP_FN.setdefault(kind(device), getattr(mod, "_sleep", None))
 
 
 def synchronize(device):
@@ -74,21 +77,29 @@ def timing_event(device):
     return module(device).Event(enable_timing=True)
 
 
+_SLEEP_FN = {}  # device kind -> torch.cuda._sleep (or torch.musa's), bound by setup()
 _SLEEP_CYCLES_PER_S = {}
+
+
+def _sleep_fn(device):
+    key = kind(device)
+    if key not in _SLEEP_FN:  # setup() was not called (tools, tests): bind now
+        _SLEEP_FN[key] = getattr(module(device), "_sleep", None)
+    return _SLEEP_FN[key]
 
 
 def sleep_cycles(device, seconds):
     """Cycles of device_sleep that last about `seconds`, from a one-off calibration per process (a
     1M-cycle sleep timed by events); 0 where the device module has no _sleep (no head start)."""
-    mod = module(device)
-    if not hasattr(mod, "_sleep"):
+    sleep = _sleep_fn(device)
+    if sleep is None:
         return 0
     key = kind(device)
     if key not in _SLEEP_CYCLES_PER_S:
         start, end = timing_event(device), timing_event(device)
-        mod._sleep(1000)  # first use: module load outside the timed interval
+        sleep(1000)  # first use: module load outside the timed interval
         start.record()
-        mod._sleep(1000000)
+        sleep(1000000)
         end.record()
         end.synchronize()
         _SLEEP_CYCLES_PER_S[key] = 1000000 / max(start.elapsed_time(end) * 1e-3, 1e-9)
@@ -97,7 +108,7 @@ def sleep_cycles(device, seconds):
 
 def device_sleep(device, cycles):
     """A kernel on the current stream that spins for `cycles` clock cycles."""
-    module(device)._sleep(cycles)
+    _sleep_fn(device)(cycles)
 
 
 def l2_cache_bytes(device):

@@ -39,6 +39,7 @@ def fake_device(monkeypatch):
     monkeypatch.setattr(devices, "synchronize", lambda device: log.append("sync"))
     monkeypatch.setattr(devices, "timing_event", lambda device: FakeEvent(log))
     monkeypatch.setattr(devices, "_SLEEP_CYCLES_PER_S", {})
+    monkeypatch.setattr(devices, "_SLEEP_FN", {})
     return log, mod
 
 
