@@ -58,6 +58,10 @@ struct CheckOptions {
   // cuda: allocator memory filled with NaN bytes before each trial, so uninitialised outputs fail.
   std::size_t poison_bytes = std::size_t{256} << 20;
   std::size_t max_submission_bytes = std::size_t{1} << 20;  // a larger submission is a format_error
+  // Only the stages before the build (extract, inspect, the static legality rules): nothing is built
+  // or run, and `ok` at stage legality means "not rejected yet". For pre-screening, and for candidates
+  // that must never run outside a sandbox.
+  bool static_only = false;
   nlohmann::json to_json() const;
 };
 

@@ -23,7 +23,7 @@ TEST(BuildPaths, CpuEveryCandidateAgrees) {
     GTEST_SKIP() << "skipped: " << cores << " cores (needs 8, or MUSACODER_EQUIVALENCE=1): ~60 full builds";
   const auto cases = every_candidate("cpu");
   ASSERT_GE(cases.size(), 50u);
-  expect_paths_agree(build::Backend::kCpu, cases);
+  expect_paths_agree("cpu", cases);
 }
 
 }  // namespace

@@ -9,11 +9,11 @@ namespace musacoder::testing {
 namespace {
 
 TEST(BuildPaths, CudaEveryCandidateAgrees) {
-  eval::Evaluator probe(test_options(build::Backend::kCuda));
-  if (auto why = cuda_unavailable_reason(probe); !why.empty()) GTEST_SKIP() << "skipped: " << why;
+  const auto probe = make_evaluator(test_options("cuda"));
+  if (!probe) GTEST_SKIP() << "skipped: " << probe.why;
   const auto cases = every_candidate("cuda");
   ASSERT_GE(cases.size(), 45u);
-  expect_paths_agree(build::Backend::kCuda, cases);
+  expect_paths_agree("cuda", cases);
 }
 
 }  // namespace

@@ -7,41 +7,37 @@
 namespace musacoder::testing {
 namespace {
 
-eval::Evaluator& cuda_evaluator() {
-  static eval::Evaluator ev([] {
-    auto o = test_options(build::Backend::kCuda);
-    o.warmup_iters = 10;
-    o.benchmark_iters = 50;
+// Each created on first use and kept for the process (a ONE_PROCESS group shares it). Where the
+// cuda evaluator cannot be created, its `why` is the reason every test skips.
+const TestEvaluator& cuda_evaluator() {
+  static const TestEvaluator ev = make_evaluator([] {
+    auto o = test_options("cuda");
+    o.timing.warmup_iters = 10;
+    o.timing.benchmark_iters = 50;
     return o;
   }());
   return ev;
 }
 
-eval::Evaluator& short_deadline_evaluator() {
-  static eval::Evaluator ev(short_deadline_options(build::Backend::kCuda));
+const TestEvaluator& short_deadline_evaluator() {
+  static const TestEvaluator ev = make_evaluator(short_deadline_options("cuda"));
   return ev;
 }
 
-// "" when the cuda backend is usable, else why not (decided once per process).
-const std::string& gpu_unavailable_reason() {
-  static const std::string reason = cuda_unavailable_reason(cuda_evaluator());
-  return reason;
-}
-
-#define SKIP_WITHOUT_GPU()                                                                          \
-  do {                                                                                              \
-    if (!gpu_unavailable_reason().empty()) GTEST_SKIP() << "skipped: " << gpu_unavailable_reason(); \
+#define SKIP_WITHOUT_GPU()                                                      \
+  do {                                                                          \
+    if (!cuda_evaluator()) GTEST_SKIP() << "skipped: " << cuda_evaluator().why; \
   } while (0)
 
 class CudaSolution : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CudaSolution, ScoresOkWithRewardAtLeast06) {
   SKIP_WITHOUT_GPU();
-  auto v = evaluate_file(cuda_evaluator(), GetParam(), kSourceDir / "solutions/cuda" / (GetParam() + ".py"));
-  EXPECT_EQ(eval::verdict_name(v.verdict), std::string("ok")) << v.message << "\n" << v.log;
+  auto v = evaluate_file(*cuda_evaluator(), GetParam(), kSourceDir / "solutions/cuda" / (GetParam() + ".py"));
+  EXPECT_EQ(mooreeval::verdict_name(v.verdict), std::string("ok")) << v.message << "\n" << v.log;
   EXPECT_GE(v.reward.total, 0.6);
   std::printf("GPU_RESULT %s verdict=%s reward=%.3f ref_ms=%.4f cand_ms=%.4f speedup=%.2f build_s=%.1f\n",
-              GetParam().c_str(), eval::verdict_name(v.verdict), v.reward.total,
+              GetParam().c_str(), mooreeval::verdict_name(v.verdict), v.reward.total,
               v.reference_time ? v.reference_time->median_ms : -1,
               v.candidate_time ? v.candidate_time->median_ms : -1, v.speedup.value_or(-1), v.seconds.build);
 }
@@ -54,11 +50,12 @@ class CudaBroken : public ::testing::TestWithParam<BrokenCase> {};
 TEST_P(CudaBroken, GetsItsVerdictClass) {
   SKIP_WITHOUT_GPU();
   const auto& c = GetParam();
-  auto& ev = c.expected == "timeout" ? short_deadline_evaluator() : cuda_evaluator();
-  auto v = evaluate_file(ev, c.task, kSourceDir / "tests/fixtures/candidates" / c.file);
-  EXPECT_EQ(eval::verdict_name(v.verdict), c.expected) << c.file << ": " << v.message << "\n" << v.log;
+  const auto& ev = c.expected == "timeout" ? short_deadline_evaluator() : cuda_evaluator();
+  ASSERT_TRUE(ev) << ev.why;
+  auto v = evaluate_file(*ev, c.task, kSourceDir / "tests/fixtures/candidates" / c.file);
+  EXPECT_EQ(mooreeval::verdict_name(v.verdict), c.expected) << c.file << ": " << v.message << "\n" << v.log;
   std::printf("GPU_RESULT %s verdict=%s expected=%s message=%s\n", c.file.c_str(),
-              eval::verdict_name(v.verdict), c.expected.c_str(), v.message.substr(0, 120).c_str());
+              mooreeval::verdict_name(v.verdict), c.expected.c_str(), v.message.substr(0, 120).c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, CudaBroken, ::testing::ValuesIn(broken_cases("cuda")),

@@ -11,19 +11,16 @@
 namespace musacoder::testing {
 namespace {
 
-eval::Evaluator& cuda_evaluator() {
-  static eval::Evaluator ev(test_options(build::Backend::kCuda));
+// Each created on first use and kept for the process (a ONE_PROCESS group shares it). Where the
+// cuda evaluator cannot be created, its `why` is the reason every test skips.
+const TestEvaluator& cuda_evaluator() {
+  static const TestEvaluator ev = make_evaluator(test_options("cuda"));
   return ev;
 }
 
-eval::Evaluator& short_deadline_evaluator() {
-  static eval::Evaluator ev(short_deadline_options(build::Backend::kCuda));
+const TestEvaluator& short_deadline_evaluator() {
+  static const TestEvaluator ev = make_evaluator(short_deadline_options("cuda"));
   return ev;
-}
-
-const std::string& gpu_unavailable_reason() {
-  static const std::string reason = cuda_unavailable_reason(cuda_evaluator());
-  return reason;
 }
 
 // The file ported to MUSA, then shimmed back; "" plus a failure when either step fails.
@@ -37,21 +34,23 @@ std::string ported_and_shimmed(const std::filesystem::path& file) {
   return *shimmed;
 }
 
-eval::Verdict evaluate_text(eval::Evaluator& ev, const std::string& task_id, const std::string& text) {
-  auto task = task::resolve_task(task_id, kSourceDir / "tasks");
-  if (!task.ok()) return ADD_FAILURE() << task.status().to_string(), eval::Verdict{};
+mooreeval::Verdict evaluate_text(mooreeval::Evaluator& ev, const std::string& task_id,
+                                 const std::string& text) {
+  auto task = bundled_task(task_id);
+  if (!task.ok()) return ADD_FAILURE() << task.status().to_string(), mooreeval::Verdict{};
   return ev.evaluate(*task, text);
 }
 
 class ShimmedSolution : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ShimmedSolution, ScoresOkOnCuda) {
-  if (!gpu_unavailable_reason().empty()) GTEST_SKIP() << "skipped: " << gpu_unavailable_reason();
+  if (!cuda_evaluator()) GTEST_SKIP() << "skipped: " << cuda_evaluator().why;
   const std::string text = ported_and_shimmed(kSourceDir / "solutions/cuda" / (GetParam() + ".py"));
-  auto v = evaluate_text(cuda_evaluator(), GetParam(), text);
-  EXPECT_EQ(eval::verdict_name(v.verdict), std::string("ok")) << v.message << "\n" << v.log;
+  auto v = evaluate_text(*cuda_evaluator(), GetParam(), text);
+  EXPECT_EQ(mooreeval::verdict_name(v.verdict), std::string("ok")) << v.message << "\n" << v.log;
   std::printf("MUSA_SHIM_RESULT %s verdict=%s reward=%.3f speedup=%.2f build_path=%s\n", GetParam().c_str(),
-              eval::verdict_name(v.verdict), v.reward.total, v.speedup.value_or(-1), v.build_path.c_str());
+              mooreeval::verdict_name(v.verdict), v.reward.total, v.speedup.value_or(-1),
+              v.build_path.c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(Bundled, ShimmedSolution, ::testing::ValuesIn(bundled_task_ids()),
@@ -60,15 +59,16 @@ INSTANTIATE_TEST_SUITE_P(Bundled, ShimmedSolution, ::testing::ValuesIn(bundled_t
 class ShimmedBroken : public ::testing::TestWithParam<BrokenCase> {};
 
 TEST_P(ShimmedBroken, KeepsItsVerdictClass) {
-  if (!gpu_unavailable_reason().empty()) GTEST_SKIP() << "skipped: " << gpu_unavailable_reason();
+  if (!cuda_evaluator()) GTEST_SKIP() << "skipped: " << cuda_evaluator().why;
   const auto& c = GetParam();
   const std::filesystem::path file = kSourceDir / "tests/fixtures/candidates" / c.file;
   if (file.extension() != ".py") GTEST_SKIP() << c.file << " is not a Python file";
-  auto& ev = c.expected == "timeout" ? short_deadline_evaluator() : cuda_evaluator();
-  auto v = evaluate_text(ev, c.task, ported_and_shimmed(file));
-  EXPECT_EQ(eval::verdict_name(v.verdict), c.expected) << c.file << ": " << v.message << "\n" << v.log;
-  std::printf("MUSA_SHIM_RESULT %s verdict=%s expected=%s\n", c.file.c_str(), eval::verdict_name(v.verdict),
-              c.expected.c_str());
+  const auto& ev = c.expected == "timeout" ? short_deadline_evaluator() : cuda_evaluator();
+  ASSERT_TRUE(ev) << ev.why;
+  auto v = evaluate_text(*ev, c.task, ported_and_shimmed(file));
+  EXPECT_EQ(mooreeval::verdict_name(v.verdict), c.expected) << c.file << ": " << v.message << "\n" << v.log;
+  std::printf("MUSA_SHIM_RESULT %s verdict=%s expected=%s\n", c.file.c_str(),
+              mooreeval::verdict_name(v.verdict), c.expected.c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, ShimmedBroken, ::testing::ValuesIn(broken_cases("cuda")),

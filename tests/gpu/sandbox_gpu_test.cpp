@@ -102,16 +102,16 @@ TEST(SandboxGpu, StartupOverheadOfACudaProcess) {
 
 TEST(SandboxGpu, SandboxedCudaPipelineScoresACorrectCandidateOk) {
   SKIP_WITHOUT_GPU_SANDBOX(sb);
-  auto o = test_options(build::Backend::kCuda);
+  auto o = test_options("cuda");
   o.sandbox.mode = sandbox::SandboxMode::kOn;
-  eval::Evaluator ev(o);
-  if (Status st = ev.prepare(); !st.ok()) GTEST_SKIP() << "skipped: " << st.message();
-  auto v = evaluate_file(ev, "elementwise/add", kSourceDir / "tests/fixtures/candidates/correct_cuda.py");
+  auto ev = make_evaluator(o);
+  if (!ev) GTEST_SKIP() << "skipped: " << ev.why;
+  auto v = evaluate_file(*ev, "elementwise/add", kSourceDir / "tests/fixtures/candidates/correct_cuda.py");
   std::printf(
       "GPU_RESULT sandboxed cuda pipeline: verdict=%s speedup=%.2f build_s=%.1f run_s=%.1f sandbox=%s\n",
-      eval::verdict_name(v.verdict), v.speedup.value_or(-1), v.seconds.build, v.seconds.run,
+      mooreeval::verdict_name(v.verdict), v.speedup.value_or(-1), v.seconds.build, v.seconds.run,
       v.config.value("sandbox", nlohmann::json()).dump().substr(0, 200).c_str());
-  EXPECT_EQ(eval::verdict_name(v.verdict), std::string("ok")) << v.message << "\n" << v.log;
+  EXPECT_EQ(mooreeval::verdict_name(v.verdict), std::string("ok")) << v.message << "\n" << v.log;
   EXPECT_EQ(v.config["sandbox"]["active"], true);
 }
 

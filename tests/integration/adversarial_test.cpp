@@ -17,31 +17,32 @@
 namespace musacoder::testing {
 namespace {
 
-eval::EvalOptions adversarial_options() {
-  auto o = test_options(build::Backend::kCpu);
-  o.benchmark_iters = 5;
-  o.warmup_iters = 2;
+mooreeval::Options adversarial_options() {
+  auto o = test_options("cpu");
+  o.timing.benchmark_iters = 5;
+  o.timing.warmup_iters = 2;
   return o;
 }
 
-eval::Evaluator& cpu_evaluator() {
-  static eval::Evaluator ev(adversarial_options());
+// Each created on first use and kept for the process (the Corpus group shares them).
+const TestEvaluator& cpu_evaluator() {
+  static const TestEvaluator ev = make_evaluator(adversarial_options());
   return ev;
 }
 
-// Only the stages before the build (EvalOptions::static_only): for the cases that must never be
+// Only the stages before the build (check.static_only): for the cases that must never be
 // built or run without the per-job sandbox, in a build that has none.
-eval::Evaluator& static_only_evaluator() {
-  static eval::Evaluator ev([] {
+const TestEvaluator& static_only_evaluator() {
+  static const TestEvaluator ev = make_evaluator([] {
     auto o = adversarial_options();
-    o.static_only = true;
+    o.check.static_only = true;
     return o;
   }());
   return ev;
 }
 
-eval::Evaluator& short_deadline_evaluator() {
-  static eval::Evaluator ev(short_deadline_options(build::Backend::kCpu));
+const TestEvaluator& short_deadline_evaluator() {
+  static const TestEvaluator ev = make_evaluator(short_deadline_options("cpu"));
   return ev;
 }
 
@@ -55,11 +56,12 @@ TEST_P(CpuAdversarial, GetsItsVerdictAndTheNextCandidateStillScoresOk) {
   for (const auto& p : kCanaries) std::filesystem::remove(p);
   const auto file = kSourceDir / "tests/adversarial" / c.file;
   // Without the sandbox, only the stages before the build: the candidate is never compiled or run here.
-  eval::Evaluator& ev = c.needs_sandbox && !sandbox_present() ? static_only_evaluator()
-                        : c.expected == "timeout"             ? short_deadline_evaluator()
-                                                              : cpu_evaluator();
-  const eval::Verdict v = evaluate_file(ev, c.task, file);
-  EXPECT_EQ(eval::verdict_name(v.verdict), c.expected) << c.file << ": " << v.message << "\n" << v.log;
+  const TestEvaluator& ev = c.needs_sandbox && !sandbox_present() ? static_only_evaluator()
+                            : c.expected == "timeout"             ? short_deadline_evaluator()
+                                                                  : cpu_evaluator();
+  ASSERT_TRUE(ev) << ev.why;
+  const mooreeval::Verdict v = evaluate_file(*ev, c.task, file);
+  EXPECT_EQ(mooreeval::verdict_name(v.verdict), c.expected) << c.file << ": " << v.message << "\n" << v.log;
   if (!c.rule.empty()) {
     EXPECT_TRUE(has_rule(v, c.rule)) << c.file << ": expected rule " << c.rule << ", got " << v.message;
   }
@@ -69,15 +71,16 @@ TEST_P(CpuAdversarial, GetsItsVerdictAndTheNextCandidateStillScoresOk) {
   EXPECT_EQ(leaked_secret(v), "") << c.file << " leaked a host file line into its verdict";
   for (const auto& p : kCanaries) EXPECT_FALSE(std::filesystem::exists(p)) << c.file << " wrote " << p;
 
-  auto next = evaluate_file(cpu_evaluator(), "elementwise/add",
+  ASSERT_TRUE(cpu_evaluator()) << cpu_evaluator().why;
+  auto next = evaluate_file(*cpu_evaluator(), "elementwise/add",
                             kSourceDir / "tests/fixtures/candidates/correct_cpu.py");
-  EXPECT_EQ(eval::verdict_name(next.verdict), std::string("ok"))
+  EXPECT_EQ(mooreeval::verdict_name(next.verdict), std::string("ok"))
       << "after " << c.file << ": " << next.message << "\n"
       << next.log;
 
   if (c.needs_sandbox && !sandbox_present())
     GTEST_SKIP() << c.file << ": the full run needs the per-job sandbox, which is not in this build; "
-                 << "only the static screen ran (verdict " << eval::verdict_name(v.verdict) << ")";
+                 << "only the static screen ran (verdict " << mooreeval::verdict_name(v.verdict) << ")";
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, CpuAdversarial, ::testing::ValuesIn(adversarial_cases("cpu")),
@@ -98,23 +101,25 @@ TEST(AdversarialCorpus, HasAtLeastTwentyCasesWithReasons) {
   }
 }
 
-// EvalOptions::static_only, which the corpus uses for the cases that need the sandbox where the build
+// check.static_only, which the corpus uses for the cases that need the sandbox where the build
 // has none, stops after the static rules: a candidate they reject gets the verdict a full evaluation
 // gives it, one they pass is "ok at stage legality", and neither is built. Shown as the corpus runs it
 // there: no sandbox (and no warm runners, the cheapest start).
 TEST(StaticOnly, StopsAfterTheStaticRulesAndBuildsNothing) {
   auto o = adversarial_options();
-  o.static_only = true;
+  o.check.static_only = true;
   o.sandbox.mode = sandbox::SandboxMode::kOff;
-  o.warm_runners = false;
-  eval::Evaluator ev(o);
-  auto bomb = evaluate_file(ev, "elementwise/add", kSourceDir / "tests/adversarial/fork_bomb_cpu.py");
-  EXPECT_EQ(eval::verdict_name(bomb.verdict), std::string("illegal")) << bomb.message << "\n" << bomb.log;
+  o.runner.warm_runners = false;
+  auto ev = make_evaluator(o);
+  ASSERT_TRUE(ev) << ev.why;
+  auto bomb = evaluate_file(*ev, "elementwise/add", kSourceDir / "tests/adversarial/fork_bomb_cpu.py");
+  EXPECT_EQ(mooreeval::verdict_name(bomb.verdict), std::string("illegal")) << bomb.message << "\n"
+                                                                           << bomb.log;
   EXPECT_TRUE(has_rule(bomb, "process_access")) << bomb.message;
   EXPECT_FALSE(bomb.compiled);
-  auto good = evaluate_file(ev, "elementwise/add", kSourceDir / "tests/fixtures/candidates/correct_cpu.py");
-  EXPECT_EQ(eval::verdict_name(good.verdict), std::string("ok")) << good.message << "\n" << good.log;
-  EXPECT_EQ(eval::stage_name(good.stage), std::string("legality"));
+  auto good = evaluate_file(*ev, "elementwise/add", kSourceDir / "tests/fixtures/candidates/correct_cpu.py");
+  EXPECT_EQ(mooreeval::verdict_name(good.verdict), std::string("ok")) << good.message << "\n" << good.log;
+  EXPECT_EQ(mooreeval::stage_name(good.stage), std::string("legality"));
   EXPECT_EQ(good.message, "passed the static checks (not built, not run)");
   EXPECT_FALSE(good.compiled);
   EXPECT_FALSE(good.reference_time.has_value());
@@ -125,9 +130,10 @@ TEST(StaticOnly, StopsAfterTheStaticRulesAndBuildsNothing) {
 TEST(ForbidFallbackCode, KeepsTheStaticRules) {
   auto o = adversarial_options();
   o.legality.forbid_fallback_code = true;
-  eval::Evaluator ev(o);
-  auto v = evaluate_file(ev, "elementwise/add", kSourceDir / "tests/adversarial/try_fallback_cpu.py");
-  EXPECT_EQ(eval::verdict_name(v.verdict), std::string("illegal")) << v.message;
+  auto ev = make_evaluator(o);
+  ASSERT_TRUE(ev) << ev.why;
+  auto v = evaluate_file(*ev, "elementwise/add", kSourceDir / "tests/adversarial/try_fallback_cpu.py");
+  EXPECT_EQ(mooreeval::verdict_name(v.verdict), std::string("illegal")) << v.message;
   EXPECT_TRUE(has_rule(v, "try_fallback")) << v.message;
   EXPECT_TRUE(has_rule(v, "torch_compute_in_forward")) << v.message;
   EXPECT_FALSE(v.compiled);
@@ -138,16 +144,18 @@ TEST(ForbidFallbackCode, KeepsTheStaticRules) {
 TEST(SpeedupRecheck, AboveTheThresholdBothMethodsAreRecorded) {
   auto o = adversarial_options();
   o.legality.recheck_speedup_above = 1e-9;  // any measured speedup, however slow the machine, triggers it
-  eval::Evaluator ev(o);
-  auto v = evaluate_file(ev, "elementwise/add", kSourceDir / "tests/fixtures/candidates/correct_cpu.py");
-  ASSERT_EQ(eval::verdict_name(v.verdict), std::string("ok")) << v.message << "\n" << v.log;
-  ASSERT_TRUE(v.speedup_check.has_value()) << "no re-check recorded; verdict: " << eval::to_json(v).dump(1);
+  auto ev = make_evaluator(o);
+  ASSERT_TRUE(ev) << ev.why;
+  auto v = evaluate_file(*ev, "elementwise/add", kSourceDir / "tests/fixtures/candidates/correct_cpu.py");
+  ASSERT_EQ(mooreeval::verdict_name(v.verdict), std::string("ok")) << v.message << "\n" << v.log;
+  ASSERT_TRUE(v.speedup_check.has_value())
+      << "no re-check recorded; verdict: " << mooreeval::to_json(v).dump(1);
   EXPECT_EQ(v.speedup_check->method, "wall_clock_batch");
   EXPECT_GT(v.speedup_check->reference_ms, 0);
   EXPECT_GT(v.speedup_check->candidate_ms, 0);
   ASSERT_TRUE(v.speedup.has_value());
   EXPECT_DOUBLE_EQ(*v.speedup, std::min(v.speedup_check->event_speedup, v.speedup_check->recheck_speedup));
-  EXPECT_FALSE(eval::to_json(v)["speedup_check"].is_null());
+  EXPECT_FALSE(mooreeval::to_json(v)["speedup_check"].is_null());
 }
 
 // The busy-thread probe on an oversubscribed machine (CI runs tests side by side on two

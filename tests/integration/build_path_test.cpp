@@ -22,7 +22,7 @@ std::vector<PathCase> cross_section() {
 TEST(BuildPaths, CpuCrossSectionAgrees) {
   const auto cases = cross_section();
   ASSERT_EQ(cases.size(), 5u);
-  expect_paths_agree(build::Backend::kCpu, cases);
+  expect_paths_agree("cpu", cases);
 }
 
 }  // namespace

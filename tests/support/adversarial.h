@@ -48,7 +48,7 @@ inline bool sandbox_present() {
 #endif
 }
 
-inline bool has_rule(const eval::Verdict& v, const std::string& rule) {
+inline bool has_rule(const mooreeval::Verdict& v, const std::string& rule) {
   return std::any_of(v.legality.begin(), v.legality.end(), [&](const auto& f) { return f.rule == rule; });
 }
 
@@ -64,7 +64,7 @@ inline std::vector<std::string> host_secrets() {
   return lines;
 }
 
-inline std::string leaked_secret(const eval::Verdict& v) {
+inline std::string leaked_secret(const mooreeval::Verdict& v) {
   const std::string text = v.message + "\n" + v.log;
   for (const auto& s : host_secrets())
     if (text.find(s) != std::string::npos) return s;

@@ -18,7 +18,6 @@
 #include <thread>
 #include <vector>
 
-#include "mooreeval/pipeline/batch.h"
 #include "support/adversarial.h"
 #include "support/eval_env.h"
 
@@ -52,7 +51,7 @@ inline int path_workers() {
   return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 2u, 16u));
 }
 
-inline std::set<std::string> rules_found(const eval::Verdict& v) {
+inline std::set<std::string> rules_found(const mooreeval::Verdict& v) {
   std::set<std::string> rules;
   for (const auto& f : v.legality) rules.insert(f.rule);
   return rules;
@@ -60,11 +59,11 @@ inline std::set<std::string> rules_found(const eval::Verdict& v) {
 
 // Evaluates `cases` by both paths and expects them to agree on every case. Prints one
 // "PATHS" line per case (verdicts, build paths, seconds) so a run documents itself.
-inline void expect_paths_agree(build::Backend backend, std::vector<PathCase> cases,
+inline void expect_paths_agree(const std::string& backend, std::vector<PathCase> cases,
                                int workers = path_workers()) {
   auto options = test_options(backend);
-  options.max_run = std::chrono::seconds(60);  // the spinning cases time out after this
-  options.workers = workers;
+  options.deadlines.max_run = std::chrono::seconds(60);  // the spinning cases time out after this
+  options.concurrency.workers = workers;                 // evaluate_batch's threads
   const bool any_needs_sandbox =
       std::any_of(cases.begin(), cases.end(), [](const PathCase& c) { return c.needs_sandbox; });
   if (any_needs_sandbox && sandbox_present()) {
@@ -78,24 +77,26 @@ inline void expect_paths_agree(build::Backend backend, std::vector<PathCase> cas
   }
   ASSERT_FALSE(cases.empty());
 
-  std::vector<eval::BatchJob> jobs;
+  std::vector<mooreeval::Submission> submissions;
   for (const auto& c : cases) {
-    auto task = task::resolve_task(c.task, kSourceDir / "tasks");
+    auto task = bundled_task(c.task);
     ASSERT_TRUE(task.ok()) << c.file << ": " << task.status().message();
-    jobs.push_back({*task, kSourceDir / c.file, c.file});
+    submissions.push_back({*task, "", kSourceDir / c.file});
   }
   auto lean_options = options;
-  lean_options.build_path = build::BuildPath::kAuto;  // lean where it compiles, else full
+  lean_options.compile.build_path = "auto";  // lean where it compiles, else full
   auto full_options = options;
-  full_options.build_path = build::BuildPath::kFull;
-  std::vector<eval::Verdict> lean, full;
+  full_options.compile.build_path = "full";
+  std::vector<mooreeval::Verdict> lean, full;
   {
-    eval::Evaluator ev(lean_options);
-    lean = eval::run_batch(ev, jobs, workers);
+    auto ev = make_evaluator(lean_options);
+    ASSERT_TRUE(ev) << ev.why;
+    lean = ev->evaluate_batch(submissions);
   }
   {
-    eval::Evaluator ev(full_options);
-    full = eval::run_batch(ev, jobs, workers);
+    auto ev = make_evaluator(full_options);
+    ASSERT_TRUE(ev) << ev.why;
+    full = ev->evaluate_batch(submissions);
   }
   ASSERT_EQ(lean.size(), cases.size());
   ASSERT_EQ(full.size(), cases.size());
@@ -103,24 +104,26 @@ inline void expect_paths_agree(build::Backend backend, std::vector<PathCase> cas
   int fell_back = 0;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const auto& c = cases[i];
-    const eval::Verdict& a = lean[i];
-    const eval::Verdict& b = full[i];
+    const mooreeval::Verdict& a = lean[i];
+    const mooreeval::Verdict& b = full[i];
     SCOPED_TRACE(c.file + " on " + c.task);
-    std::cout << "PATHS " << c.file << " " << c.task << " lean " << eval::verdict_name(a.verdict) << "/"
+    std::cout << "PATHS " << c.file << " " << c.task << " lean " << mooreeval::verdict_name(a.verdict) << "/"
               << (a.build_path.empty() ? "-" : a.build_path) << " " << a.seconds.total << " s, full "
-              << eval::verdict_name(b.verdict) << "/" << (b.build_path.empty() ? "-" : b.build_path) << " "
-              << b.seconds.total << " s";
+              << mooreeval::verdict_name(b.verdict) << "/" << (b.build_path.empty() ? "-" : b.build_path)
+              << " " << b.seconds.total << " s";
     // Timing noise aside, the lean shim adds no measurable host overhead to a kernel call.
     if (a.speedup && b.speedup) std::cout << ", speedup lean " << *a.speedup << " full " << *b.speedup;
     std::cout << "\n";
     // Two infrastructure failures would "agree" without saying anything about the paths.
-    if (a.verdict == eval::VerdictClass::kInfraError || b.verdict == eval::VerdictClass::kInfraError) {
+    if (a.verdict == mooreeval::VerdictClass::kInfraError ||
+        b.verdict == mooreeval::VerdictClass::kInfraError) {
       ADD_FAILURE() << "infra_error: lean: " << a.message << "\nfull: " << b.message << "\nlean log: " << a.log
                     << "\nfull log: " << b.log;
       continue;
     }
-    EXPECT_EQ(eval::verdict_name(a.verdict), eval::verdict_name(b.verdict))
-        << "lean: " << a.message << "\nfull: " << b.message << "\nlean log: " << a.log << "\nfull log: " << b.log;
+    EXPECT_EQ(mooreeval::verdict_name(a.verdict), mooreeval::verdict_name(b.verdict))
+        << "lean: " << a.message << "\nfull: " << b.message << "\nlean log: " << a.log
+        << "\nfull log: " << b.log;
     EXPECT_EQ(a.stage, b.stage) << "lean: " << a.message << "\nfull: " << b.message;
     EXPECT_EQ(a.compiled, b.compiled);
     EXPECT_EQ(a.passed, b.passed);
@@ -128,7 +131,7 @@ inline void expect_paths_agree(build::Backend backend, std::vector<PathCase> cas
     EXPECT_DOUBLE_EQ(a.reward.compile_part, b.reward.compile_part);
     EXPECT_DOUBLE_EQ(a.reward.correctness_part, b.reward.correctness_part);
     EXPECT_EQ(a.reward.performance_part > 0, b.reward.performance_part > 0);
-    if (a.verdict == eval::VerdictClass::kIllegal) {
+    if (a.verdict == mooreeval::VerdictClass::kIllegal) {
       EXPECT_EQ(rules_found(a), rules_found(b)) << "lean: " << a.message << "\nfull: " << b.message;
     }
     if (b.compiled) {

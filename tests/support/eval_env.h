@@ -1,15 +1,16 @@
-// Shared set-up of the integration and gpu suites: an Evaluator over the repository's
-// runner, bundled tasks, solutions and broken-candidate corpus.
+// Shared set-up of the integration and gpu suites: an Evaluator (through the front door,
+// mooreeval/mooreeval.h) over the repository's runner, bundled tasks, solutions and
+// broken-candidate corpus.
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "core/files.h"
-#include "mooreeval/pipeline/evaluator.h"
-#include "mooreeval/task/task.h"
+#include "mooreeval/mooreeval.h"
 
 namespace musacoder::testing {
 
@@ -18,33 +19,48 @@ inline const std::filesystem::path kBinaryDir = MUSACODER_BINARY_DIR;
 
 // Generous deadlines: CI machines have 2 cores and compiles of torch/extension.h take
 // ~30 s each there. Few benchmark iterations: these tests check verdicts, not speed.
-inline eval::EvalOptions test_options(build::Backend backend) {
-  eval::EvalOptions o;
-  o.backend = backend;
-  o.max_build = std::chrono::seconds(400);
-  o.max_run = std::chrono::seconds(120);
-  o.warmup_iters = 2;
-  o.benchmark_iters = 5;
+// `backend`: cpu | cuda | musa.
+inline mooreeval::Options test_options(const std::string& backend) {
+  mooreeval::Options o;
+  o.compile.backend = backend;
+  o.deadlines.max_build = std::chrono::seconds(400);
+  o.deadlines.max_run = std::chrono::seconds(120);
+  o.timing.warmup_iters = 2;
+  o.timing.benchmark_iters = 5;
   o.runner.runner_dir = kSourceDir / "python";
-  o.cache_dir = kBinaryDir / "test-build-cache";
+  o.compile.cache_dir = kBinaryDir / "test-build-cache";
   return o;
 }
 
 // For the cases expected to hang: a hang is a timeout after --max-run-seconds, and
 // test_options' 120 s would hold a core that long.
-inline eval::EvalOptions short_deadline_options(build::Backend backend,
-                                                std::chrono::seconds max_run = std::chrono::seconds(20)) {
+inline mooreeval::Options short_deadline_options(const std::string& backend,
+                                                 std::chrono::seconds max_run = std::chrono::seconds(20)) {
   auto o = test_options(backend);
-  o.max_run = max_run;
+  o.deadlines.max_run = max_run;
   return o;
 }
 
-// "" when `ev` (a cuda evaluator) can run, else why not. Checks the device node first, so a
-// CPU-only machine skips without starting Python.
-inline std::string cuda_unavailable_reason(eval::Evaluator& ev) {
-  if (!std::filesystem::exists("/dev/nvidiactl")) return "no NVIDIA device (/dev/nvidiactl missing)";
-  Status ready = ev.prepare();
-  return ready.ok() ? "" : ready.message();
+// An evaluator for a test, or why Evaluator::create refused one (the toolchain or the device is
+// missing, or the options are bad). Used like a pointer: `ASSERT_TRUE(ev) << ev.why;` or
+// `if (!ev) GTEST_SKIP() << ev.why;`, then `ev->evaluate(...)`.
+struct TestEvaluator {
+  std::unique_ptr<mooreeval::Evaluator> evaluator;  // null when refused
+  std::string why;                                  // create()'s message when refused, else ""
+  explicit operator bool() const { return evaluator != nullptr; }
+  mooreeval::Evaluator& operator*() const { return *evaluator; }
+  mooreeval::Evaluator* operator->() const { return evaluator.get(); }
+};
+
+// Evaluator::create, which probes the toolchain and starts the warm pools (seconds): suites share
+// one per process where they can. A cuda evaluator is refused without starting Python where the
+// machine has no NVIDIA device node.
+inline TestEvaluator make_evaluator(const mooreeval::Options& options) {
+  if (options.compile.backend == "cuda" && !std::filesystem::exists("/dev/nvidiactl"))
+    return {nullptr, "no NVIDIA device (/dev/nvidiactl missing)"};
+  auto created = mooreeval::Evaluator::create(options);
+  if (!created.ok()) return {nullptr, created.status().message()};
+  return {std::move(*created), ""};
 }
 
 inline std::vector<std::string> bundled_task_ids() {
@@ -80,17 +96,22 @@ inline std::string param_name(std::string s) {
   return s;
 }
 
-inline eval::Verdict evaluate_file(eval::Evaluator& ev, const std::string& task_id,
-                                   const std::filesystem::path& file) {
-  auto task = task::resolve_task(task_id, kSourceDir / "tasks");
+// A bundled task by id ("elementwise/add").
+inline Result<mooreeval::Task> bundled_task(const std::string& id) {
+  return mooreeval::load_task(kSourceDir / "tasks" / (id + ".py"), id);
+}
+
+inline mooreeval::Verdict evaluate_file(mooreeval::Evaluator& ev, const std::string& task_id,
+                                        const std::filesystem::path& file) {
+  auto task = bundled_task(task_id);
   if (!task.ok()) {
-    eval::Verdict v;
+    mooreeval::Verdict v;
     v.message = "test set-up: " + task.status().message();
     return v;
   }
   auto text = read_file(file, (1 << 20) + 1);
   if (!text.ok()) {
-    eval::Verdict v;
+    mooreeval::Verdict v;
     v.message = "test set-up: " + text.status().message();
     return v;
   }

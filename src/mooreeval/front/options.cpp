@@ -11,8 +11,12 @@ namespace musacoder::mooreeval {
 using nlohmann::json;
 
 json CheckOptions::to_json() const {
-  return {{"tolerance_rtol", rtol}, {"tolerance_atol", atol}, {"seed", seed ? json(*seed) : json(nullptr)},
-          {"poison_bytes", poison_bytes}, {"max_submission_bytes", max_submission_bytes}};
+  return {{"tolerance_rtol", rtol},
+          {"tolerance_atol", atol},
+          {"seed", seed ? json(*seed) : json(nullptr)},
+          {"poison_bytes", poison_bytes},
+          {"max_submission_bytes", max_submission_bytes},
+          {"static_only", static_only}};
 }
 
 json TimingOptions::to_json() const {
@@ -74,6 +78,7 @@ void map_check_timing_deadlines(const Options& in, eval::EvalOptions& o) {
   o.seed = in.check.seed;
   o.poison_bytes = in.check.poison_bytes;
   o.max_submission_bytes = in.check.max_submission_bytes;
+  o.static_only = in.check.static_only;
   o.warmup_iters = in.timing.warmup_iters;
   o.benchmark_iters = in.timing.benchmark_iters;
   o.flush_l2 = in.timing.flush_l2;

@@ -30,11 +30,11 @@ Fixture& fixture() {
   return f;
 }
 
-eval::Evaluator& sandboxed_evaluator() {
-  static eval::Evaluator ev([] {
-    auto o = test_options(build::Backend::kCpu);
+const TestEvaluator& sandboxed_evaluator() {
+  static const TestEvaluator ev = make_evaluator([] {
+    auto o = test_options("cpu");
     o.sandbox.mode = sandbox::SandboxMode::kOn;
-    o.cache_dir = fixture().cache.path();
+    o.compile.cache_dir = fixture().cache.path();
     return o;
   }());
   return ev;
@@ -46,15 +46,18 @@ std::string correct_source() {
   return text.ok() ? *text : "";
 }
 
-eval::Verdict evaluate_source(const std::string& source) {
-  auto task = task::resolve_task("elementwise/add", kSourceDir / "tasks");
+// The sandboxed evaluator's verdict; a failure, and an empty verdict, where it could not be created.
+mooreeval::Verdict evaluate_source(const std::string& source) {
+  auto task = bundled_task("elementwise/add");
   EXPECT_TRUE(task.ok());
-  return sandboxed_evaluator().evaluate(*task, source);
+  const auto& ev = sandboxed_evaluator();
+  if (!ev) return ADD_FAILURE() << ev.why, mooreeval::Verdict{};
+  return ev->evaluate(*task, source);
 }
 
 TEST(SandboxedPipeline, LegitimateCpuCandidateScoresOk) {
   auto v = evaluate_source(correct_source());
-  EXPECT_EQ(eval::verdict_name(v.verdict), std::string("ok")) << v.message << "\n" << v.log;
+  EXPECT_EQ(mooreeval::verdict_name(v.verdict), std::string("ok")) << v.message << "\n" << v.log;
   EXPECT_FALSE(v.cache_hit);  // built inside the sandbox, not taken from an earlier cache
   EXPECT_GE(v.reward.total, 0.6);
   ASSERT_TRUE(v.config.contains("sandbox"));
@@ -65,7 +68,7 @@ TEST(SandboxedPipeline, LegitimateCpuCandidateScoresOk) {
   // The same submission again: its inspection is recalled (eval/inspect_cache.h) and its
   // library comes from the build cache; the verdict is the same, and so is the reward.
   auto again = evaluate_source(correct_source());
-  EXPECT_EQ(eval::verdict_name(again.verdict), std::string("ok")) << again.message << "\n" << again.log;
+  EXPECT_EQ(mooreeval::verdict_name(again.verdict), std::string("ok")) << again.message << "\n" << again.log;
   EXPECT_TRUE(again.inspect_cached);
   EXPECT_TRUE(again.cache_hit);
   EXPECT_EQ(again.passed, v.passed);
@@ -101,22 +104,23 @@ TEST(SandboxedPipeline, CandidateCodeCannotReadHostFilesOrTheReferenceOutputs) {
   EXPECT_EQ(v.log.find("LEAKED"), std::string::npos) << v.log;
   EXPECT_EQ(v.message.find("LEAKED"), std::string::npos) << v.message;
   // Reading files may also be judged illegal by the legality checks; it must never help.
-  EXPECT_TRUE(v.verdict == eval::VerdictClass::kOk || v.verdict == eval::VerdictClass::kIllegal)
-      << eval::verdict_name(v.verdict) << ": " << v.message << "\n"
+  EXPECT_TRUE(v.verdict == mooreeval::VerdictClass::kOk || v.verdict == mooreeval::VerdictClass::kIllegal)
+      << mooreeval::verdict_name(v.verdict) << ": " << v.message << "\n"
       << v.log;
 }
 
 TEST(SandboxedPipeline, WithoutTheSandboxTheSameCandidateLeaks) {
   // The control for the test above: proves the candidate really tries.
-  auto o = test_options(build::Backend::kCpu);
+  auto o = test_options("cpu");
   o.sandbox.mode = sandbox::SandboxMode::kOff;
-  o.cache_dir = fixture().cache.path();
-  eval::Evaluator plain(o);
-  auto task = task::resolve_task("elementwise/add", kSourceDir / "tasks");
+  o.compile.cache_dir = fixture().cache.path();
+  auto plain = make_evaluator(o);
+  ASSERT_TRUE(plain) << plain.why;
+  auto task = bundled_task("elementwise/add");
   ASSERT_TRUE(task.ok());
-  auto v = plain.evaluate(*task, peeking_candidate());
-  if (v.verdict == eval::VerdictClass::kIllegal) GTEST_SKIP() << "rejected statically: " << v.message;
-  EXPECT_EQ(v.verdict, eval::VerdictClass::kRuntimeError) << v.message;
+  auto v = plain->evaluate(*task, peeking_candidate());
+  if (v.verdict == mooreeval::VerdictClass::kIllegal) GTEST_SKIP() << "rejected statically: " << v.message;
+  EXPECT_EQ(v.verdict, mooreeval::VerdictClass::kRuntimeError) << v.message;
   EXPECT_NE((v.message + v.log).find("LEAKED"), std::string::npos) << v.message << "\n" << v.log;
   EXPECT_EQ(v.config["sandbox"]["active"], false);
 }
@@ -130,7 +134,8 @@ TEST(SandboxedPipeline, IncludingAHostFileIsRejectedAndEchoesNothing) {
   source.insert(pos + std::string("cpp_source = r\"\"\"").size(),
                 "\n#include \"" + fixture().canary.string() + "\"\n#include \"/etc/passwd\"\n");
   auto v = evaluate_source(source);
-  EXPECT_TRUE(v.verdict == eval::VerdictClass::kCompileError || v.verdict == eval::VerdictClass::kIllegal)
+  EXPECT_TRUE(v.verdict == mooreeval::VerdictClass::kCompileError ||
+              v.verdict == mooreeval::VerdictClass::kIllegal)
       << v.message << "\n"
       << v.log;
   EXPECT_EQ(v.message.find(kCanaryText), std::string::npos) << v.message;

@@ -25,6 +25,7 @@ TEST(FrontOptions, DefaultsEqualThePipelineDefaults) {
   EXPECT_EQ(mapped->max_log_bytes, plain.max_log_bytes);
   EXPECT_EQ(mapped->keep_work_dirs, plain.keep_work_dirs);
   EXPECT_EQ(mapped->lean_dir, plain.lean_dir);
+  EXPECT_EQ(mapped->static_only, plain.static_only);
 }
 
 TEST(FrontOptions, EveryGroupReachesItsField) {
@@ -32,6 +33,7 @@ TEST(FrontOptions, EveryGroupReachesItsField) {
   o.check.rtol = 0.5;
   o.check.seed = 7;
   o.check.poison_bytes = 3;
+  o.check.static_only = true;
   o.timing.benchmark_iters = 9;
   o.timing.flush_l2 = false;
   o.timing.host_head_start = false;
@@ -50,6 +52,7 @@ TEST(FrontOptions, EveryGroupReachesItsField) {
   EXPECT_EQ(m->rtol, 0.5);
   EXPECT_EQ(m->seed, std::optional<std::uint64_t>(7));
   EXPECT_EQ(m->poison_bytes, 3u);
+  EXPECT_TRUE(m->static_only);
   EXPECT_EQ(m->benchmark_iters, 9);
   EXPECT_FALSE(m->flush_l2);
   EXPECT_FALSE(m->host_head_start);
@@ -66,6 +69,7 @@ TEST(FrontOptions, EveryGroupReachesItsField) {
   // The groups' JSON names the same values.
   auto j = o.to_json();
   EXPECT_EQ(j["check"]["seed"], 7);
+  EXPECT_EQ(j["check"]["static_only"], true);
   EXPECT_EQ(j["compile"]["backend"], "cuda");
   EXPECT_EQ(j["reward"]["speedup_cap"], 2.5);
 }
