@@ -112,5 +112,24 @@ TEST(Layout, OnlyTheFrontDoorIsIncludedFromOutside) {
   EXPECT_GT(files, 0);
 }
 
+// No test under tests/ opens the pipeline or the runners: black-box suites use mooreeval.h, and the
+// white-box tests of those layers live beside them in src/mooreeval (tests/unit/CMakeLists.txt).
+TEST(Layout, NoTestIncludesThePipelineOrTheRunners) {
+  namespace fs = std::filesystem;
+  const fs::path root = MUSACODER_SOURCE_DIR;
+  const std::regex include(R"re(#\s*include\s*"mooreeval/(pipeline|runner)/[^"]+")re");
+  int files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(root / "tests")) {
+    const auto ext = e.path().extension();
+    if (!e.is_regular_file() || (ext != ".h" && ext != ".cpp")) continue;
+    ++files;
+    std::ifstream in(e.path());
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n)
+      EXPECT_FALSE(std::regex_search(line, include)) << e.path().string() << ":" << n << ": " << line;
+  }
+  EXPECT_GT(files, 20);
+}
+
 }  // namespace
 }  // namespace musacoder::mooreeval
