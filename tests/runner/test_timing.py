@@ -63,7 +63,8 @@ def test_each_timed_call_waits_on_the_device_first(fake_device):
     warm_up, calibration, timed = log[:6], log[6:10], log[10:]
     assert warm_up == ["call", "call", "sync", "call", "call", "sync"]
     assert calibration == ["sleep", "record", "sleep", "record"]
-    assert timed == ["sleep", "record", "call", "record"] * 3 + ["sync"]
+    assert timed == ["record"] + ["sleep", "record", "call", "record"] * 3 + ["sync"]  # loop start, calls
+    assert result["host_behind_retries"] == 0
     assert result["iters"] == 3 and result["median_ms"] == pytest.approx(0.5)
     assert result["host_ms"] >= 0
     # at least the 20 us minimum, at 2 GHz: 40,000 cycles per timed call
@@ -73,12 +74,34 @@ def test_each_timed_call_waits_on_the_device_first(fake_device):
 
 def test_the_head_start_is_twice_the_hosts_time_per_call(fake_device, monkeypatch):
     log, mod = fake_device
-    clock = iter([0.0, 0.004])  # two warm-up calls timed: 2 ms per call on the host
+    # two warm-up calls timed: 2 ms per call on the host; the loop issued in 0.1 ms (the device took 0.5)
+    clock = iter([0.0, 0.004, 1.0, 1.0001])
     monkeypatch.setattr(timing, "_perf_counter", lambda: next(clock))
     result, _ = run(log)
     assert result["host_ms"] == pytest.approx(2.0)
     assert result["head_start_ms"] == pytest.approx(4.0)
     assert mod.sleeps[2:] == [8000000] * 3  # 4 ms at 2 GHz
+    assert result["host_behind_retries"] == 0
+
+
+def test_a_loop_the_host_fell_behind_in_runs_again_with_twice_the_wait(fake_device, monkeypatch):
+    log, mod = fake_device
+    # warm-up: 2 ms per call; every loop takes the host 10 ms while the device ran it in 0.5 ms (FakeEvent)
+    clock = iter([0.0, 0.004] + [t for k in range(3) for t in (10.0 * k, 10.0 * k + 0.01)])
+    monkeypatch.setattr(timing, "_perf_counter", lambda: next(clock))
+    result, calls = run(log)
+    assert result["host_behind_retries"] == 2  # then it stops: the last loop's times are kept
+    assert result["head_start_ms"] == pytest.approx(16.0)
+    assert mod.sleeps[2:] == [8000000] * 3 + [16000000] * 3 + [32000000] * 3
+    assert len(calls) == 4 + 3 * 3
+
+
+def test_without_a_head_start_a_host_behind_is_not_retried(fake_device, monkeypatch):
+    log, _ = fake_device
+    clock = iter([0.0, 0.004, 0.0, 0.01])
+    monkeypatch.setattr(timing, "_perf_counter", lambda: next(clock))
+    result, calls = run(log, head_start=False)
+    assert result["host_behind_retries"] == 0 and len(calls) == 7
 
 
 def test_no_head_start_times_the_calls_as_before(fake_device):

@@ -76,6 +76,8 @@ std::optional<TimingStats> timing_from(const json& result) {
   if (t.contains("host_ms") && t["host_ms"].is_number()) s.host_ms = t["host_ms"].get<double>();
   if (t.contains("head_start_ms") && t["head_start_ms"].is_number())
     s.head_start_ms = t["head_start_ms"].get<double>();
+  if (t.contains("host_behind_retries") && t["host_behind_retries"].is_number_integer())
+    s.host_behind_retries = t["host_behind_retries"].get<int>();
   return s;
 }
 

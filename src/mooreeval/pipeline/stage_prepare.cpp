@@ -81,7 +81,9 @@ void EvalJob::describe_jobs() {
                 "median of per-call device times (events around each call on the current stream, "
                 "host not waiting between calls, device-wide synchronize after the last)") +
                 (options.flush_l2 ? ", L2 flushed before each call" : "") +
-                (options.host_head_start ? ", then a device-side wait of twice the host's time per call" : "");
+                (options.host_head_start ? ", then a device-side wait of twice the host's time per call (the "
+                                           "loop again with twice the wait if the host fell behind)"
+                                         : "");
   ref_job = common;
   ref_job[key(JobKey::kOutputsPath)] = run::outputs_file(dirs.reference, run::Side::kReference).string();
   ref_job[key(JobKey::kChecksPath)] = run::checks_file(dirs.reference, run::Side::kReference).string();

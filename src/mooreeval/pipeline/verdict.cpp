@@ -53,6 +53,7 @@ json timing_json(const std::optional<TimingStats>& t) {
             {"iters", t->iters}};
   if (t->host_ms) j["host_ms"] = *t->host_ms;
   if (t->head_start_ms) j["head_start_ms"] = *t->head_start_ms;
+  if (t->host_behind_retries) j["host_behind_retries"] = *t->host_behind_retries;
   return j;
 }
 

@@ -46,8 +46,10 @@ const char* stage_name(Stage s);
 struct TimingStats {
   double median_ms = 0, p10_ms = 0, p90_ms = 0, min_ms = 0;
   int iters = 0;
-  // cuda: the host's time per call (warm-up) and the device-side wait before each timed call
+  // cuda: the host's time per call (warm-up), the device-side wait before each timed call, and how often
+  // the timed loop ran again because the host had fallen behind the device (timing.py)
   std::optional<double> host_ms, head_start_ms;
+  std::optional<int> host_behind_retries;
 };
 
 // The second timing method, run when the first speedup exceeded the threshold
