@@ -11,6 +11,9 @@
 #   enginebench      perf/engine_throughput (ours vs transformers generate; ENGINE_BATCHES)
 #   sftbench         perf/sft_throughput (ours vs an eager transformers loop)
 #   quickstart       musacoder quickstart --backend cuda (QUICKSTART_ARGS)
+#   demo             perf/learning_demo/run.py (#27: SmolLM2 SFT + GRPO, the five-way ablation; DEMO_ARGS) into
+#                    /tmp/learning_demo (resumable on a warm machine); its tables come back in $OUT. The model
+#                    must be in build/models/smollm2-135m first (scripts/device_model_parts.sh)
 #   extra            bash -c "$EXTRA" (an experiment of the session; output in $OUT/extra.log)
 # Usage there: source .devdeps/unpack && STEPS="build-gpu-tests gpu-tests build-rest train" bash tests/gpu/run_learner_on_device.sh
 # A later call on the same warm machine reuses build-gpu (configure is skipped when build.ninja exists).
@@ -74,6 +77,10 @@ for step in $STEPS; do
     quickstart) run quickstart 560 "$BUILD"/tools/musacoder/musacoder quickstart --backend cuda --out "$OUT/quickstart" \
       --overwrite --no-progress ${QUICKSTART_ARGS:-}
       tail -30 "$OUT/quickstart.log" ;;
+    demo) run demo 560 python3 perf/learning_demo/run.py --musacoder "$BUILD"/tools/musacoder/musacoder \
+      --base-model "${DEMO_MODEL:-build/models/smollm2-135m}" --out /tmp/learning_demo ${DEMO_ARGS:-}
+      cp /tmp/learning_demo/learning_demo.md /tmp/learning_demo/learning_demo.json "$OUT"/ 2>/dev/null
+      tail -30 "$OUT/demo.log" ;;
     extra) run extra 560 bash -c "${EXTRA:-true}"
       cat "$OUT/extra.log" | tail -40 ;;
     *) echo "unknown step $step" ;;
