@@ -58,9 +58,7 @@ def setup(device):
     if not mod.is_available():
         raise RuntimeError("%s backend requested but torch sees no %s device" % (kind(device), kind(device).upper()))
     mod.set_device(device)
-    # Bound before any candidate code runs: a candidate that patches torch.cuda._sleep later does not
-    # reach the timing's head start (timing.py).
-    _SLEEP_FN.setdefault(kind(device), getattr(mod, "_sleep", None))
+    _sleep_fn(device)  # bound before any candidate code runs (timing.py's head start)
 
 
 def synchronize(device):
@@ -82,8 +80,10 @@ _SLEEP_CYCLES_PER_S = {}
 
 
 def _sleep_fn(device):
+    """The device module's _sleep as it was first seen: setup() binds it before any candidate code runs,
+    so a candidate that patches torch.cuda._sleep later does not reach the head start."""
     key = kind(device)
-    if key not in _SLEEP_FN:  # setup() was not called (tools, tests): bind now
+    if key not in _SLEEP_FN:
         _SLEEP_FN[key] = getattr(module(device), "_sleep", None)
     return _SLEEP_FN[key]
 
