@@ -20,8 +20,11 @@ json CheckOptions::to_json() const {
 }
 
 json TimingOptions::to_json() const {
-  return {{"warmup_iters", warmup_iters}, {"benchmark_iters", benchmark_iters}, {"flush_l2", flush_l2},
-          {"host_head_start", host_head_start},           {"stable_malloc", stable_malloc}};
+  return {{"warmup_iters", warmup_iters},
+          {"benchmark_iters", benchmark_iters},
+          {"flush_l2", flush_l2},
+          {"host_head_start", host_head_start},
+          {"stable_malloc", stable_malloc}};
 }
 
 json DeadlineOptions::to_json() const {
