@@ -14,6 +14,11 @@
 #   demo             perf/learning_demo/run.py (#27: SmolLM2 SFT + GRPO, the five-way ablation; DEMO_ARGS) into
 #                    /tmp/learning_demo (resumable on a warm machine); its tables come back in $OUT. The model
 #                    must be in build/models/smollm2-135m first (scripts/device_model_parts.sh)
+#   build-eval       musacoder mooreeval musa_shim_gpu_tests (what demo, stability and musa need)
+#   stability        perf/reward_stability on cuda with the default timing (#29; RUNS, FRESH_RUNS, STABILITY_MODES)
+#   musa             #25 on the GPU: musa_shim_gpu_tests (every bundled CUDA solution ported to MUSA and shimmed
+#                    back, same verdict class), then port-suite of the KernelBench checkout in KB_DIR (default
+#                    .realsubs/KernelBench, carried), shimmed back, references loaded and run (KB_PER_LEVEL)
 #   extra            bash -c "$EXTRA" (an experiment of the session; output in $OUT/extra.log)
 # Usage there: source .devdeps/unpack && STEPS="build-gpu-tests gpu-tests build-rest train" bash tests/gpu/run_learner_on_device.sh
 # A later call on the same warm machine reuses build-gpu (configure is skipped when build.ninja exists).
@@ -55,6 +60,19 @@ gpu_tests() {
   run engine_gpu 240 "$BUILD"/tests/gpu/engine/engine_gpu_tests
 }
 
+musa() {
+  local kb="${KB_DIR:-.realsubs/KernelBench}"
+  run musa_shim 300 "$BUILD"/tests/gpu/musa_shim_gpu_tests
+  [ -d "$kb/KernelBench" ] || { echo "musa: no KernelBench checkout in $kb"; return; }
+  rm -rf /tmp/kb_musa /tmp/kb_shim
+  "$BUILD"/tools/musacoder/musacoder port-suite --kernelbench-dir "$kb" --out /tmp/kb_musa >"$OUT/port_suite.log" 2>&1 &&
+    "$BUILD"/tools/musacoder/musacoder port /tmp/kb_musa --to cuda --shim --out /tmp/kb_shim >>"$OUT/port_suite.log" 2>&1
+  tail -2 "$OUT/port_suite.log"
+  run kb_shim 200 python3 tests/gpu/musa_kernelbench_shim.py --original "$kb/KernelBench" --shimmed /tmp/kb_shim \
+    --per-level "${KB_PER_LEVEL:-20}"
+  tail -5 "$OUT/kb_shim.log"
+}
+
 nvidia-smi -L
 python3 -c 'import torch, transformers; print("torch", torch.__version__, "cuda", torch.version.cuda, "transformers", transformers.__version__)'
 bg=""
@@ -67,6 +85,12 @@ for step in $STEPS; do
     build-rest) JOBS=14 build musacoder mooreeval train_gpu_tests engine_throughput sft_throughput_bench ;;
     build-all) build model_gpu_tests engine_gpu_tests deltanet_kernels_bench musacoder mooreeval train_gpu_tests \
       engine_throughput sft_throughput_bench ;;
+    build-eval) build musacoder mooreeval musa_shim_gpu_tests ;;
+    stability) run stability 560 python3 perf/reward_stability/run.py --mooreeval "$BUILD"/tools/mooreeval/mooreeval \
+      --backend cuda --task activation/relu --candidate solutions/cuda/activation/relu.py --runs "${RUNS:-20}" \
+      --fresh-runs "${FRESH_RUNS:-10}" --modes "${STABILITY_MODES:-one,fresh}" --variants after --json "$OUT/stability_cuda.json"
+      tail -25 "$OUT/stability.log" ;;
+    musa) musa ;;
     train) run train_gpu 300 "$BUILD"/tests/gpu/train/train_gpu_tests ;;
     deltanet) run deltanet 200 "$BUILD"/perf/deltanet_kernels/deltanet_kernels_bench --seq 4096 --iters 10 ;;
     enginebench) run enginebench 420 python3 perf/engine_throughput/run.py --batch-sizes "${ENGINE_BATCHES:-1,16,64,256}" \
