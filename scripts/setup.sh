@@ -16,6 +16,13 @@ if [ -n "$missing" ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing
 fi
+# chromium renders eval-model's report.html headless (tests/integration/kernelbench/report_render_test.cpp,
+# which skips without it). Not every distribution has the deb (Ubuntu ships a snap), so a failure only warns.
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+  echo "setup: installing Debian package: chromium"
+  { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium; } ||
+    echo "setup: chromium unavailable (the report render test skips)"
+fi
 
 PYTHON="${PYTHON:-python3}"
 if ! "$PYTHON" -c 'import torch, numpy, transformers, tokenizers, safetensors' >/dev/null 2>&1; then

@@ -39,7 +39,7 @@ std::string pass_by_level_svg(const json& view, int k) {
   const char* fills[] = {"#90caf9", "#1565c0", "#ffb74d"};
   const int group_w = 120, h = 160, top = 20;
   std::string s = "<svg xmlns='http://www.w3.org/2000/svg' width='" + std::to_string(60 + group_w * static_cast<int>(view.size())) +
-                  "' height='" + std::to_string(h + 60) + "'>";
+                  "' height='" + std::to_string(h + 66) + "'>";  // the legend's descenders too
   int gi = 0;
   for (auto& [name, g] : view.items()) {
     const int x0 = 40 + gi++ * group_w;
