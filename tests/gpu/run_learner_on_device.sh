@@ -15,6 +15,8 @@
 #                    /tmp/learning_demo (resumable on a warm machine); its tables come back in $OUT. The model
 #                    must be in build/models/smollm2-135m first (scripts/device_model_parts.sh)
 #   build-eval       musacoder mooreeval musa_shim_gpu_tests (what demo, stability and musa need)
+#   build            the targets in BUILD_TARGETS, in one ninja call
+#   deltanet-tests   model_gpu_tests' DeltaRuleGpu.* and Qwen35Gpu.* (the kernels' correctness, bf16 parity)
 #   stability        perf/reward_stability on cuda with the default timing (#29; RUNS, FRESH_RUNS, STABILITY_MODES)
 #   musa             #25 on the GPU: musa_shim_gpu_tests (every bundled CUDA solution ported to MUSA and shimmed
 #                    back, same verdict class), then port-suite of the KernelBench checkout in KB_DIR (default
@@ -86,6 +88,8 @@ for step in $STEPS; do
     build-all) build model_gpu_tests engine_gpu_tests deltanet_kernels_bench musacoder mooreeval train_gpu_tests \
       engine_throughput sft_throughput_bench ;;
     build-eval) build musacoder mooreeval musa_shim_gpu_tests ;;
+    build) build ${BUILD_TARGETS:?BUILD_TARGETS names the targets} ;;
+    deltanet-tests) run deltanet_tests 240 "$BUILD"/tests/gpu/model/model_gpu_tests --gtest_filter='DeltaRuleGpu.*:Qwen35Gpu.*' ;;
     stability) run stability 560 python3 perf/reward_stability/run.py --mooreeval "$BUILD"/tools/mooreeval/mooreeval \
       --backend cuda --task activation/relu --candidate solutions/cuda/activation/relu.py --runs "${RUNS:-20}" \
       --fresh-runs "${FRESH_RUNS:-10}" --modes "${STABILITY_MODES:-one,fresh}" --variants after --json "$OUT/stability_cuda.json"
