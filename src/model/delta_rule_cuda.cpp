@@ -40,10 +40,11 @@ struct DeltaRuleFunction : public torch::autograd::Function<DeltaRuleFunction> {
     const cuda::DeltaShape s = shape_of(q, v);
     const int64_t N = s.T / cuda::kChunk;
     auto f32 = q.options();
-    Tensor u = torch::empty({s.rows, N, cuda::kChunk, s.dv}, f32), w = torch::empty({s.rows, N, cuda::kChunk, s.dk}, f32);
-    Tensor aqk = torch::empty({s.rows, N, cuda::kChunk, cuda::kChunk}, f32);
-    Tensor qd = torch::empty_like(w), kd = torch::empty_like(w), decay = torch::empty({s.rows, N}, f32);
-    cuda::ChunkScratch scratch{mut(u), mut(w), mut(aqk), mut(qd), mut(kd), mut(decay)};
+    Tensor u = torch::empty({s.rows, N, cuda::kChunk, s.dv}, f32), wt = torch::empty({s.rows, N, s.dk, cuda::kChunk}, f32);
+    Tensor aqkt = torch::empty({s.rows, N, cuda::kChunk, cuda::kChunk}, f32);
+    Tensor qdt = torch::empty_like(wt), kd = torch::empty({s.rows, N, cuda::kChunk, s.dk}, f32);
+    Tensor decay = torch::empty({s.rows, N}, f32);
+    cuda::ChunkScratch scratch{mut(u), mut(wt), mut(aqkt), mut(qdt), mut(kd), mut(decay)};
     check(cuda::chunk_prepare(s, ptr(q), ptr(k), ptr(v), ptr(g), ptr(beta), scratch, current_stream()), "prepare");
     Tensor out = torch::empty({q.size(0), q.size(1), s.T, s.dv}, f32);
     Tensor final_state = torch::empty({q.size(0), q.size(1), s.dk, s.dv}, f32);

@@ -8,141 +8,306 @@ namespace {
 
 constexpr int C = kChunk;
 constexpr int kThreads = 256;
-constexpr int kScanTile = 32;  // dv columns per chunk_scan block
+constexpr int kWarps = kThreads / 32;
+constexpr int kScanTile = 32;  // dv columns per chunk_scan / chunk_output block: one per lane
+constexpr int kRowsPerWarp = C / kWarps;  // chunk rows of the (C, kScanTile) products per warp
 constexpr int kBackTile = 16;  // dv columns per backward block
 constexpr int kSegment = 8;    // tokens whose states the backward keeps in shared memory at once
 constexpr int kMaxDim = 128;   // dk, dv bound of these kernels
 
+// Scratch layouts per chunk (see ChunkScratch): u (C, dv), becoming v' = u − w S in the scan; wt, qdt (dk, C)
+// transposed so that a warp's eight chunk rows are two float4 loads; kd (C, dk); aqkt (C, C) transposed.
+
 // ---------------------------------------------------------------------------------------------------
-// chunk_prepare: one block per (row, chunk).
-__global__ void chunk_prepare_kernel(DeltaShape s, const float* __restrict__ q, const float* __restrict__ k,
-                                     const float* __restrict__ v, const float* __restrict__ g,
-                                     const float* __restrict__ beta, ChunkScratch out) {
-  extern __shared__ float smem[];
+// chunk_prepare: one block per (row, chunk). q and k are held transposed ((dk, C)) in shared memory; the
+// (C, C) products are 4x4 register tiles of a 16x16 thread grid.
+struct PrepareSmem {
+  float *qt, *kt, *rhs, *A, *cum, *bs;
+};
+
+// The solve's right-hand sides overlay q and k, which the products have finished with.
+__host__ __device__ inline int64_t prepare_overlay_floats(int64_t dk, int64_t dv) {
+  return 2 * dk * C > C * (dv + dk) ? 2 * dk * C : C * (dv + dk);
+}
+
+__device__ PrepareSmem prepare_smem(float* smem, int dk, int dv) {
+  PrepareSmem p;
+  p.qt = smem;            // (dk, C)
+  p.kt = p.qt + dk * C;   // (dk, C)
+  p.rhs = smem;           // (C, dv + dk), after the products
+  p.A = smem + prepare_overlay_floats(dk, dv);  // (C, C): strictly lower β_i k_i·k_j e^{cum_i − cum_j}
+  p.cum = p.A + C * C;    // (C)
+  p.bs = p.cum + C;       // (C)
+  return p;
+}
+
+// A and Aqk of one chunk from the transposed q, k; Aqk goes to global memory transposed.
+__device__ void prepare_products(const PrepareSmem& p, int dk, float* __restrict__ aqkt) {
+  const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
+  const int i0 = ty * 4, j0 = tx * 4;
+  float qk[4][4] = {}, kk[4][4] = {};
+  if (j0 <= i0 + 3) {  // tiles wholly above the diagonal are zero
+    for (int d = 0; d < dk; ++d) {
+      const float4 qi = *reinterpret_cast<const float4*>(p.qt + d * C + i0);
+      const float4 ki = *reinterpret_cast<const float4*>(p.kt + d * C + i0);
+      const float4 kj = *reinterpret_cast<const float4*>(p.kt + d * C + j0);
+      const float qa[4] = {qi.x, qi.y, qi.z, qi.w}, ka[4] = {ki.x, ki.y, ki.z, ki.w};
+      const float kb[4] = {kj.x, kj.y, kj.z, kj.w};
+#pragma unroll
+      for (int a = 0; a < 4; ++a)
+#pragma unroll
+        for (int b = 0; b < 4; ++b) {
+          qk[a][b] += qa[a] * kb[b];
+          kk[a][b] += ka[a] * kb[b];
+        }
+    }
+  }
+#pragma unroll
+  for (int a = 0; a < 4; ++a)
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+      const int i = i0 + a, j = j0 + b;
+      const float decay = j <= i ? __expf(p.cum[i] - p.cum[j]) : 0.f;
+      aqkt[j * C + i] = qk[a][b] * decay;
+      p.A[i * C + j] = j < i ? p.bs[i] * kk[a][b] * decay : 0.f;
+    }
+}
+
+// Forward substitution (I + A) X = rhs, one column per thread: X_i = rhs_i − Σ_{j<i} A_ij X_j, rhs from
+// p.rhs (C, dv + dk): columns 0..dv-1 are u (rhs β v), dv.. are w (rhs β k e^{cum}, written transposed).
+__device__ void prepare_solve(const PrepareSmem& p, int dk, int dv, float* __restrict__ u, float* __restrict__ wt) {
+  const int width = dv + dk;
+  const float* __restrict__ A = p.A;
+  const float* __restrict__ rhs = p.rhs;
+  for (int col = threadIdx.x; col < width; col += blockDim.x) {
+    float x[C];
+#pragma unroll
+    for (int i = 0; i < C; ++i) {
+      float r = rhs[i * width + col];
+#pragma unroll
+      for (int j = 0; j < i; ++j) r -= A[i * C + j] * x[j];
+      x[i] = r;
+      asm volatile("" ::: "memory");  // keeps the row's loads in the row: hoisted, they spill x
+    }
+    float* dst = col < dv ? u + col : wt + (col - dv) * C;
+    const int stride = col < dv ? dv : 1;
+#pragma unroll
+    for (int i = 0; i < C; ++i) dst[i * stride] = x[i];
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) chunk_prepare_kernel(DeltaShape s, const float* __restrict__ q,
+                                                                 const float* __restrict__ k,
+                                                                 const float* __restrict__ v,
+                                                                 const float* __restrict__ g,
+                                                                 const float* __restrict__ beta, ChunkScratch out) {
+  extern __shared__ __align__(16) float smem[];
   const int dk = static_cast<int>(s.dk), dv = static_cast<int>(s.dv);
   const int64_t N = s.T / C;
   const int64_t row = blockIdx.x / N, n = blockIdx.x % N;
   const int64_t tok0 = row * s.T + n * C;  // first token of the chunk in (BH, T)
-  float* qs = smem;            // (C, dk)
-  float* ks = qs + C * dk;     // (C, dk)
-  float* A = ks + C * dk;      // (C, C): strictly lower β_i k_i·k_j e^{cum_i − cum_j}
-  float* cum = A + C * C;      // (C)
-  float* bs = cum + C;         // (C)
-  for (int i = threadIdx.x; i < C * dk; i += blockDim.x) {
-    qs[i] = q[tok0 * dk + i];
-    ks[i] = k[tok0 * dk + i];
+  const int64_t chunk = row * N + n;
+  const PrepareSmem p = prepare_smem(smem, dk, dv);
+  // Transposing loads: a warp reads one feature of 32 tokens (the rows' cache lines serve the next features).
+  for (int e = threadIdx.x; e < C * dk; e += blockDim.x) {
+    const int i = e % C, d = e / C;
+    p.qt[d * C + i] = q[(tok0 + i) * dk + d];
+    p.kt[d * C + i] = k[(tok0 + i) * dk + d];
   }
-  if (threadIdx.x < C) bs[threadIdx.x] = beta[tok0 + threadIdx.x];
+  if (threadIdx.x < C) p.bs[threadIdx.x] = beta[tok0 + threadIdx.x];
   if (threadIdx.x == 0) {
     float acc = 0.f;
-    for (int i = 0; i < C; ++i) cum[i] = (acc += g[tok0 + i]);
+    for (int i = 0; i < C; ++i) p.cum[i] = (acc += g[tok0 + i]);
   }
   __syncthreads();
-  const int64_t chunk = row * N + n;
-  float* aqk = out.aqk + chunk * C * C;
-  for (int e = threadIdx.x; e < C * C; e += blockDim.x) {
-    const int i = e / C, j = e % C;
-    float qk = 0.f, kk = 0.f;
-    if (j <= i) {
-      for (int d = 0; d < dk; ++d) {
-        qk += qs[i * dk + d] * ks[j * dk + d];
-        kk += ks[i * dk + d] * ks[j * dk + d];
-      }
-    }
-    const float decay = j <= i ? __expf(cum[i] - cum[j]) : 0.f;
-    aqk[e] = qk * decay;
-    A[e] = j < i ? bs[i] * kk * decay : 0.f;
-  }
-  __syncthreads();
-  // Forward substitution (I + A) X = rhs, one column per thread: X_i = rhs_i − Σ_{j<i} A_ij X_j.
-  for (int col = threadIdx.x; col < dv + dk; col += blockDim.x) {
-    const bool is_u = col < dv;
-    const int c = is_u ? col : col - dv;
-    float x[C];
-#pragma unroll
-    for (int i = 0; i < C; ++i) {
-      float r = is_u ? bs[i] * v[(tok0 + i) * dv + c] : bs[i] * ks[i * dk + c] * __expf(cum[i]);
-#pragma unroll
-      for (int j = 0; j < i; ++j) r -= A[i * C + j] * x[j];
-      x[i] = r;
-    }
-    float* dst = is_u ? out.u + chunk * C * dv + c : out.w + chunk * C * dk + c;
-    const int stride = is_u ? dv : dk;
-#pragma unroll
-    for (int i = 0; i < C; ++i) dst[i * stride] = x[i];
-  }
-  const float last = cum[C - 1];
   for (int e = threadIdx.x; e < C * dk; e += blockDim.x) {
-    const int i = e / dk;
-    out.qd[chunk * C * dk + e] = qs[e] * __expf(cum[i]);
-    out.kd[chunk * C * dk + e] = ks[e] * __expf(last - cum[i]);
+    const int i = e % C;  // qdt (dk, C): consecutive threads, consecutive tokens
+    out.qdt[chunk * C * dk + e] = p.qt[e] * __expf(p.cum[i]);
+  }
+  prepare_products(p, dk, out.aqkt + chunk * C * C);
+  __syncthreads();
+  for (int e = threadIdx.x; e < C * (dv + dk); e += blockDim.x) {  // over q and k: the right-hand sides
+    const int i = e / (dv + dk), col = e % (dv + dk);
+    p.rhs[e] = col < dv ? p.bs[i] * v[(tok0 + i) * dv + col]
+                        : p.bs[i] * k[(tok0 + i) * dk + col - dv] * __expf(p.cum[i]);
+  }
+  __syncthreads();
+  prepare_solve(p, dk, dv, out.u + chunk * C * dv, out.wt + chunk * C * dk);
+  const float last = p.cum[C - 1];
+  for (int e = threadIdx.x; e < C * dk; e += blockDim.x) {
+    const int i = e / dk;  // kd (C, dk) from global k (coalesced)
+    out.kd[chunk * C * dk + e] = k[tok0 * dk + e] * __expf(last - p.cum[i]);
   }
   if (threadIdx.x == 0) out.decay[chunk] = __expf(last);
 }
 
 // ---------------------------------------------------------------------------------------------------
-// chunk_scan: one block per (row, tile of kScanTile value columns), chunks in order.
-__global__ void chunk_scan_kernel(DeltaShape s, ChunkScratch in, const uint8_t* __restrict__ reset,
-                                  const float* __restrict__ initial, float* __restrict__ o,
-                                  float* __restrict__ final_state, float* __restrict__ checkpoints) {
-  __shared__ float S[kMaxDim * kScanTile];
-  __shared__ float vnew[C * kScanTile];
-  const int dk = static_cast<int>(s.dk), dv = static_cast<int>(s.dv);
-  const int64_t N = s.T / C, row = blockIdx.x;
-  const int c0 = blockIdx.y * kScanTile;
-  const int64_t batch = row / s.heads_per_row;
-  for (int e = threadIdx.x; e < dk * kScanTile; e += blockDim.x) {
-    const int d = e / kScanTile, c = e % kScanTile;
-    S[e] = initial ? initial[(row * dk + d) * dv + c0 + c] : 0.f;
+// chunk_scan: one block per (row, tile of kScanTile value columns), chunks in order. Lane c owns column c;
+// warp w owns the state rows w·R .. w·R + R − 1 (R = dk / 8) in registers and the chunk rows w·8 .. w·8 + 7
+// of v'. The next chunk's wt and kd are copied into shared memory (cp.async) while this one is computed.
+// Writes the state entering every chunk to `checkpoints` and v' over u (both read by chunk_output).
+__device__ void copy_async16(float* dst, const float* src) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src));
+}
+__device__ void async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int Pending>
+__device__ void async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending)); }
+
+// eight consecutive floats of a shared array (16-byte aligned), broadcast to the warp
+__device__ void load8(const float* p, float* out) {
+  const float4 a = *reinterpret_cast<const float4*>(p), b = *reinterpret_cast<const float4*>(p + 4);
+  out[0] = a.x; out[1] = a.y; out[2] = a.z; out[3] = a.w;
+  out[4] = b.x; out[5] = b.y; out[6] = b.z; out[7] = b.w;
+}
+
+// Sr[r] += row[r]·x for the R floats of a shared row (float4 loads; R = 2: one float2), broadcast to the warp
+template <int R>
+__device__ void add_scaled_row(float* Sr, const float* row, float x) {
+  if constexpr (R % 4 == 0) {
+#pragma unroll
+    for (int r = 0; r < R; r += 4) {
+      const float4 a = *reinterpret_cast<const float4*>(row + r);
+      Sr[r] += a.x * x;
+      Sr[r + 1] += a.y * x;
+      Sr[r + 2] += a.z * x;
+      Sr[r + 3] += a.w * x;
+    }
+  } else {
+    static_assert(R == 2, "R is dk / 8 with dk in {16, 32, 64, 128}");
+    const float2 a = *reinterpret_cast<const float2*>(row);
+    Sr[0] += a.x * x;
+    Sr[1] += a.y * x;
   }
-  __syncthreads();
+}
+
+template <int R>
+__global__ void __launch_bounds__(kThreads) chunk_scan_kernel(DeltaShape s, ChunkScratch in,
+                                                              const uint8_t* __restrict__ reset,
+                                                              const float* __restrict__ initial,
+                                                              float* __restrict__ final_state,
+                                                              float* __restrict__ checkpoints) {
+  constexpr int dk = R * kWarps;
+  extern __shared__ __align__(16) float smem[];
+  // smem: two stages (chunk parity), each wt (dk, C) then kd (C, dk); then S and v'
+  auto stage = [&](int64_t n) { return smem + (n & 1) * 2 * dk * C; };
+  float* S = smem + 4 * dk * C;                 // (dk, kScanTile)
+  float* vnew = S + dk * kScanTile;             // (C, kScanTile)
+  const int dv = static_cast<int>(s.dv);
+  const int64_t N = s.T / C, row = blockIdx.x, batch = row / s.heads_per_row;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int c = blockIdx.y * kScanTile + lane;  // this thread's value column
+  const int d0 = warp * R, i0 = warp * kRowsPerWarp;
+  auto prefetch = [&](int64_t n) {
+    const int64_t chunk = row * N + n;
+    const float* wt = in.wt + chunk * C * dk;
+    const float* kd = in.kd + chunk * C * dk;
+    float* dst = stage(n);
+    for (int e = threadIdx.x * 4; e < dk * C; e += kThreads * 4) {
+      copy_async16(dst + e, wt + e);
+      copy_async16(dst + dk * C + e, kd + e);
+    }
+    async_commit();
+  };
+  float Sr[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) Sr[r] = initial ? initial[(row * dk + d0 + r) * dv + c] : 0.f;
+  prefetch(0);
   for (int64_t n = 0; n < N; ++n) {
     const int64_t chunk = row * N + n;
-    if (reset && reset[batch * N + n]) {
-      for (int e = threadIdx.x; e < dk * kScanTile; e += blockDim.x) S[e] = 0.f;
-      __syncthreads();
+    if (n + 1 < N) {
+      prefetch(n + 1);
+      async_wait<1>();
+    } else {
+      async_wait<0>();
     }
-    if (checkpoints) {
-      for (int e = threadIdx.x; e < dk * kScanTile; e += blockDim.x) {
-        const int d = e / kScanTile, c = e % kScanTile;
-        checkpoints[(chunk * dk + d) * dv + c0 + c] = S[e];
-      }
+    const bool zero = reset && reset[batch * N + n];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      if (zero) Sr[r] = 0.f;
+      checkpoints[(chunk * dk + d0 + r) * dv + c] = Sr[r];
+      S[(d0 + r) * kScanTile + lane] = Sr[r];
     }
-    const float* w = in.w + chunk * C * dk;
-    const float* u = in.u + chunk * C * dv;
-    for (int e = threadIdx.x; e < C * kScanTile; e += blockDim.x) {
-      const int i = e / kScanTile, c = e % kScanTile;
-      float acc = u[i * dv + c0 + c];
-      for (int d = 0; d < dk; ++d) acc -= w[i * dk + d] * S[d * kScanTile + c];
-      vnew[e] = acc;
+    __syncthreads();  // the stage has landed for every thread; S is whole
+    const float* wt = stage(n);
+    const float* kd = wt + dk * C;
+    float* u = in.u + chunk * C * dv;
+    float acc[kRowsPerWarp];
+#pragma unroll
+    for (int a = 0; a < kRowsPerWarp; ++a) acc[a] = u[(i0 + a) * dv + c];
+    for (int d = 0; d < dk; ++d) {  // v' = u − w S
+      float w8[kRowsPerWarp];
+      load8(wt + d * C + i0, w8);
+      const float sd = S[d * kScanTile + lane];
+#pragma unroll
+      for (int a = 0; a < kRowsPerWarp; ++a) acc[a] -= w8[a] * sd;
+    }
+#pragma unroll
+    for (int a = 0; a < kRowsPerWarp; ++a) {
+      vnew[(i0 + a) * kScanTile + lane] = acc[a];
+      u[(i0 + a) * dv + c] = acc[a];
     }
     __syncthreads();
-    const float* qd = in.qd + chunk * C * dk;
-    const float* aqk = in.aqk + chunk * C * C;
-    for (int e = threadIdx.x; e < C * kScanTile; e += blockDim.x) {
-      const int i = e / kScanTile, c = e % kScanTile;
-      float acc = 0.f;
-      for (int d = 0; d < dk; ++d) acc += qd[i * dk + d] * S[d * kScanTile + c];
-      for (int j = 0; j <= i; ++j) acc += aqk[i * C + j] * vnew[j * kScanTile + c];
-      o[(row * s.T + n * C + i) * dv + c0 + c] = acc;
-    }
-    __syncthreads();
-    const float* kd = in.kd + chunk * C * dk;
     const float decay = in.decay[chunk];
-    for (int e = threadIdx.x; e < dk * kScanTile; e += blockDim.x) {
-      const int d = e / kScanTile, c = e % kScanTile;
-      float acc = decay * S[e];
-      for (int i = 0; i < C; ++i) acc += kd[i * dk + d] * vnew[i * kScanTile + c];
-      S[e] = acc;
+#pragma unroll
+    for (int r = 0; r < R; ++r) Sr[r] *= decay;
+    for (int i = 0; i < C; ++i) {  // S ← decay·S + kdᵀ v'
+      const float vi = vnew[i * kScanTile + lane];
+      add_scaled_row<R>(Sr, kd + i * dk + d0, vi);
     }
-    __syncthreads();
+    __syncthreads();  // every thread is done with this stage before the next prefetch overwrites it
   }
   if (final_state) {
-    for (int e = threadIdx.x; e < dk * kScanTile; e += blockDim.x) {
-      const int d = e / kScanTile, c = e % kScanTile;
-      final_state[(row * dk + d) * dv + c0 + c] = S[e];
-    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) final_state[(row * dk + d0 + r) * dv + c] = Sr[r];
   }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// chunk_output: every chunk at once, one block per (row, chunk, tile of kScanTile value columns):
+// o = qd S + Aqk v' with S the state entering the chunk (checkpoints) and v' from the scan.
+__global__ void __launch_bounds__(kThreads) chunk_output_kernel(DeltaShape s, ChunkScratch in,
+                                                                const float* __restrict__ checkpoints,
+                                                                float* __restrict__ o) {
+  extern __shared__ __align__(16) float smem[];
+  const int dk = static_cast<int>(s.dk), dv = static_cast<int>(s.dv);
+  const int64_t N = s.T / C;
+  const int64_t chunk = blockIdx.x, row = chunk / N, n = chunk % N;
+  const int c0 = blockIdx.y * kScanTile;
+  float* qdt = smem;                  // (dk, C)
+  float* aqkt = qdt + dk * C;         // (C, C)
+  float* S = aqkt + C * C;            // (dk, kScanTile)
+  float* vnew = S + dk * kScanTile;   // (C, kScanTile)
+  for (int e = threadIdx.x * 4; e < dk * C; e += kThreads * 4)
+    *reinterpret_cast<float4*>(qdt + e) = *reinterpret_cast<const float4*>(in.qdt + chunk * C * dk + e);
+  for (int e = threadIdx.x * 4; e < C * C; e += kThreads * 4)
+    *reinterpret_cast<float4*>(aqkt + e) = *reinterpret_cast<const float4*>(in.aqkt + chunk * C * C + e);
+  for (int e = threadIdx.x; e < dk * kScanTile; e += kThreads) {
+    const int d = e / kScanTile, c = e % kScanTile;
+    S[e] = checkpoints[(chunk * dk + d) * dv + c0 + c];
+  }
+  for (int e = threadIdx.x; e < C * kScanTile; e += kThreads) {
+    const int i = e / kScanTile, c = e % kScanTile;
+    vnew[e] = in.u[(chunk * C + i) * dv + c0 + c];
+  }
+  __syncthreads();
+  const int lane = threadIdx.x % 32, i0 = (threadIdx.x / 32) * kRowsPerWarp;
+  float acc[kRowsPerWarp] = {};
+  float x8[kRowsPerWarp];
+  for (int d = 0; d < dk; ++d) {
+    load8(qdt + d * C + i0, x8);
+    const float sd = S[d * kScanTile + lane];
+#pragma unroll
+    for (int a = 0; a < kRowsPerWarp; ++a) acc[a] += x8[a] * sd;
+  }
+  for (int j = 0; j < i0 + kRowsPerWarp; ++j) {  // aqkt is zero above the diagonal
+    load8(aqkt + j * C + i0, x8);
+    const float vj = vnew[j * kScanTile + lane];
+#pragma unroll
+    for (int a = 0; a < kRowsPerWarp; ++a) acc[a] += x8[a] * vj;
+  }
+#pragma unroll
+  for (int a = 0; a < kRowsPerWarp; ++a) o[(row * s.T + n * C + i0 + a) * dv + c0 + lane] = acc[a];
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -322,7 +487,7 @@ __global__ void __launch_bounds__(kThreads) recurrent_backward_kernel(
 
 int chunk_prepare(const DeltaShape& s, const float* q, const float* k, const float* v, const float* g,
                   const float* beta, ChunkScratch scratch, Stream stream) {
-  const size_t bytes = sizeof(float) * (2 * C * s.dk + C * C + 2 * C);
+  const size_t bytes = sizeof(float) * (prepare_overlay_floats(s.dk, s.dv) + C * C + 2 * C);
   cudaFuncSetAttribute(chunk_prepare_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
   const unsigned blocks = static_cast<unsigned>(s.rows * (s.T / C));
   chunk_prepare_kernel<<<blocks, kThreads, bytes, stream>>>(s, q, k, v, g, beta, scratch);
@@ -332,7 +497,23 @@ int chunk_prepare(const DeltaShape& s, const float* q, const float* k, const flo
 int chunk_scan(const DeltaShape& s, ChunkScratch scratch, const uint8_t* reset, const float* initial_state,
                float* o, float* final_state, float* checkpoints, Stream stream) {
   const dim3 grid(static_cast<unsigned>(s.rows), static_cast<unsigned>(s.dv / kScanTile));
-  chunk_scan_kernel<<<grid, kThreads, 0, stream>>>(s, scratch, reset, initial_state, o, final_state, checkpoints);
+  const size_t scan_bytes = sizeof(float) * (4 * s.dk * C + s.dk * kScanTile + C * kScanTile);
+  auto launch = [&](auto kernel) {
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(scan_bytes));
+    kernel<<<grid, kThreads, scan_bytes, stream>>>(s, scratch, reset, initial_state, final_state, checkpoints);
+  };
+  switch (s.dk / kWarps) {  // state rows per warp
+    case 2: launch(chunk_scan_kernel<2>); break;
+    case 4: launch(chunk_scan_kernel<4>); break;
+    case 8: launch(chunk_scan_kernel<8>); break;
+    case 16: launch(chunk_scan_kernel<16>); break;
+    default: return static_cast<int>(cudaErrorInvalidValue);
+  }
+  if (const cudaError_t err = cudaGetLastError(); err != cudaSuccess) return static_cast<int>(err);
+  const size_t out_bytes = sizeof(float) * (s.dk * C + C * C + s.dk * kScanTile + C * kScanTile);
+  cudaFuncSetAttribute(chunk_output_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(out_bytes));
+  const dim3 out_grid(static_cast<unsigned>(s.rows * (s.T / C)), static_cast<unsigned>(s.dv / kScanTile));
+  chunk_output_kernel<<<out_grid, kThreads, out_bytes, stream>>>(s, scratch, checkpoints, o);
   return static_cast<int>(cudaGetLastError());
 }
 

@@ -12,9 +12,11 @@
 //   1. chunk_prepare: per (row, chunk), the UT transform of transformers' torch_chunk_gated_delta_rule:
 //      u = (I + A)^-1 (β v), w = (I + A)^-1 (β k e^{cum}), A_ij = β_i k_i·k_j e^{cum_i − cum_j} (j < i),
 //      Aqk_ij = q_i·k_j e^{cum_i − cum_j} (j ≤ i), qd = q e^{cum}, kd = k e^{cum_C − cum}, decay = e^{cum_C}.
-//   2. chunk_scan: per (row, dv tile), the state slice through the chunks: v' = u − w S; o = qd S + Aqk v';
-//      S ← decay·S + kdᵀ v'. Writes the state entering every chunk to `checkpoints` when non-null
-//      ((BH, N, dk, dv)) for the backward.
+//   2. chunk_scan, in two kernels: (a) per (row, dv tile), the state slice through the chunks, the only
+//      sequential part: v' = u − w S (written over u); S ← decay·S + kdᵀ v'; the state entering every chunk
+//      goes to `checkpoints` ((BH, N, dk, dv), also the backward's); the chunk's w and kd are staged in
+//      shared memory while the previous chunk is computed. (b) per (row, chunk, dv tile), all at once:
+//      o = qd S + Aqk v'.
 // Backward (recurrent form over the checkpoints): per (row, dv tile), chunks in reverse; inside a chunk
 //   the token states are recomputed from the chunk's checkpoint, then the token recurrence is
 //   differentiated in reverse (dq, dk, dbeta, dg are sums over dv tiles: atomically added, so zero them).
@@ -35,10 +37,10 @@ using Stream = CUstream_st*;
 constexpr int kChunk = 64;
 
 struct ChunkScratch {  // per (row, chunk): caller-allocated device buffers, float32
-  float* u;      // (BH, N, C, dv)
-  float* w;      // (BH, N, C, dk)
-  float* aqk;    // (BH, N, C, C)
-  float* qd;     // (BH, N, C, dk)
+  float* u;      // (BH, N, C, dv); v' after chunk_scan
+  float* wt;     // (BH, N, dk, C): w transposed
+  float* aqkt;   // (BH, N, C, C): Aqk transposed (aqkt[j][i] = Aqk_ij)
+  float* qdt;    // (BH, N, dk, C): qd transposed
   float* kd;     // (BH, N, C, dk)
   float* decay;  // (BH, N)
 };
@@ -53,7 +55,8 @@ struct DeltaShape {
 int chunk_prepare(const DeltaShape& s, const float* q, const float* k, const float* v, const float* g,
                   const float* beta, ChunkScratch scratch, Stream stream);
 
-// initial_state may be null (zeros); final_state may be null; checkpoints may be null.
+// initial_state may be null (zeros); final_state may be null; checkpoints must not be null (the output
+// pass reads them).
 int chunk_scan(const DeltaShape& s, ChunkScratch scratch, const uint8_t* reset, const float* initial_state,
                float* o, float* final_state, float* checkpoints, Stream stream);
 
