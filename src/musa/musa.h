@@ -94,7 +94,9 @@ std::string shim_header();
 // inverse rules, while the C++/MUSA source strings keep their MUSA names and are compiled through
 // shim_header(), which a small load_inline wrapper inlined into the file prepends (include directives, not
 // being names a macro can map, are mapped back by text in the wrapper). The result is one self-contained
-// submission for `mooreeval --backend cuda`.
+// submission for `mooreeval --backend cuda`. A submission that builds nothing (no load_inline) comes back
+// with only its Python side mapped; one that uses load_inline without importing it from
+// torch_musa.utils.musa_extension is an error (its sources could not be routed through the header).
 Result<std::string> shim_submission(std::string_view musa_python);
 
 // --- Trees and suites ---

@@ -175,7 +175,13 @@ TEST(MusaShim, SubmissionRunsOnCudaThroughTheHeader) {
   EXPECT_NE(shimmed->find("c10::musa::getStreamFromPool()"), std::string::npos);
   EXPECT_NE(shimmed->find("namespace c10 { namespace cuda {} namespace musa = cuda; }"), std::string::npos);
   EXPECT_EQ(shimmed->find("#define musaMalloc"), std::string::npos) << "only names the file uses";
-  EXPECT_FALSE(shim_submission("import torch\n").ok());
+  // Builds nothing: the Python side alone (the GPU test's no_kernel.py keeps its `illegal`).
+  auto plain = shim_submission("import torch\nimport torch_musa\nx = torch.zeros(1).musa()\n");
+  ASSERT_TRUE(plain.ok()) << plain.status().to_string();
+  EXPECT_EQ(*plain, "import torch\nx = torch.zeros(1).cuda()\n");
+  // load_inline from somewhere the wrapper cannot take over: refused, not silently compiled without the header.
+  EXPECT_FALSE(shim_submission("import torch\nfrom torch.utils import cpp_extension\n"
+                               "m = cpp_extension.load_inline('m', '')\n").ok());
 }
 
 // Every bundled CUDA solution, ported to MUSA and shimmed back, compiles with nvcc: the MUSA names in its
