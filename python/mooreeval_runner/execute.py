@@ -149,8 +149,14 @@ def _write_json(path, value):
     os.replace(path + ".tmp", path)
 
 
+def round_iters(job):
+    """Timed calls per benchmark round: benchmark_iters split over timing_rounds (at least one each)."""
+    rounds = max(1, int(job.get("timing_rounds", 1)))
+    return max(1, -(-int(job["benchmark_iters"]) // rounds))
+
+
 def _timed(model, task, job, device):
-    """Benchmarks forward on trial 0's inputs. Returns (timing, output of the last timed call)."""
+    """Benchmarks forward on trial 0's inputs: one round. Returns (timing, output of the last timed call)."""
     import torch
     inputs = _make_inputs(task, job["trial_seeds"][0], device)
     last = [None]
@@ -159,9 +165,24 @@ def _timed(model, task, job, device):
         with torch.no_grad():
             last[0] = model(*inputs)
 
-    timing = benchmark(call, device, int(job["warmup_iters"]), int(job["benchmark_iters"]),
+    timing = benchmark(call, device, int(job["warmup_iters"]), round_iters(job),
                        bool(job.get("flush_l2", True)), bool(job.get("host_head_start", True)))
     return timing, last[0]
+
+
+def merge_rounds(rounds):
+    """One timing from the rounds' summaries: median_ms is the median of the rounds' medians (a round that a
+    slowed machine stretched does not move it), p10/min the lowest and p90 the highest of the rounds', iters
+    their sum, rounds_median_ms each round's median in order; the cuda fields are the first round's."""
+    medians = sorted(r["median_ms"] for r in rounds)
+    mid = len(medians) // 2
+    merged = dict(rounds[0])
+    merged.update({
+        "median_ms": medians[mid] if len(medians) % 2 else (medians[mid - 1] + medians[mid]) / 2,
+        "p10_ms": min(r["p10_ms"] for r in rounds), "p90_ms": max(r["p90_ms"] for r in rounds),
+        "min_ms": min(r["min_ms"] for r in rounds), "iters": sum(r["iters"] for r in rounds),
+        "rounds_median_ms": [r["median_ms"] for r in rounds]})
+    return merged
 
 
 def _recheck_timing(model, task, job, device):
@@ -183,11 +204,23 @@ def _recheck_timing(model, task, job, device):
 
 
 def _after_timing(model, task, job, device, result):
-    """Publishes the timing and re-measures, as often as the orchestrator asks."""
-    _write_json(job.get("timing_path"), {"timing": result["timing"]})
-    while _gate(job, "timed", "exit") == "remeasure":
-        result["timing_recheck"] = _recheck_timing(model, task, job, device)
-        _write_json(job.get("recheck_path"), result["timing_recheck"])
+    """Publishes the first round's timing; then times another round ("bench": the orchestrator alternates the
+    sides round by round, so that a machine slowed for a while stretches one round of each, not one whole
+    side) or re-measures with the second method ("remeasure"), as often as the orchestrator asks. Each round's
+    timing is published alone; result["timing"] merges them (merge_rounds)."""
+    rounds = [result["timing"]]
+    _write_json(job.get("timing_path"), {"timing": rounds[-1]})
+    while True:
+        answer = _gate(job, "timed", "exit")
+        if answer == "bench":
+            rounds.append(_timed(model, task, job, device)[0])
+            _write_json(job.get("timing_path"), {"timing": rounds[-1]})
+            result["timing"] = merge_rounds(rounds)
+        elif answer == "remeasure":
+            result["timing_recheck"] = _recheck_timing(model, task, job, device)
+            _write_json(job.get("recheck_path"), result["timing_recheck"])
+        else:
+            return
 
 
 def run_reference(job):

@@ -10,7 +10,8 @@ JOB_SCHEMA = "mooreeval.runner-job/1"
 JOB_KEYS = frozenset({
     "task_path", "candidate_path", "device_type", "allowed_torch_ops", "forbid_fallback_code",
     "device", "trial_seeds", "init_seed", "check_seeds", "recheck_seed", "recheck_max_bytes",
-    "warmup_iters", "benchmark_iters", "flush_l2", "host_head_start", "benchmark", "control_fd", "threads",
+    "warmup_iters", "benchmark_iters", "flush_l2", "host_head_start", "timing_rounds", "benchmark", "control_fd",
+    "threads",
     "outputs_path", "checks_path", "timing_path", "recheck_path",
     "poison_bytes", "poison_host", "min_own_kernel_share", "late_job_path",
     "kernel_names", "extensions", "fallback_blocks",

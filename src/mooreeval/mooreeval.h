@@ -73,6 +73,9 @@ struct TimingOptions {
   // cuda: a device-side wait before each timed call, twice the host's time per call, so that a slow
   // call path (Python, wrappers) cannot leave the device idle inside the timed interval.
   bool host_head_start = true;
+  // The benchmark split into this many rounds, reference and candidate alternating (ABBA); the speedup is
+  // the median of the rounds' ratios. 0: 3 on cpu, 1 on the GPU backends.
+  int rounds = 0;
   // glibc malloc tuned for repeatable timings in runners (fixed mmap threshold, no trimming).
   bool stable_malloc = true;
   nlohmann::json to_json() const;

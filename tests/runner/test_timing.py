@@ -126,3 +126,22 @@ def test_a_device_without_sleep_gets_no_head_start(fake_device, monkeypatch):
     result, calls = run(log)
     assert len(calls) == 7
     assert result["head_start_ms"] == 0.0
+
+
+def test_round_iters_split_the_benchmark_iters():
+    from mooreeval_runner import execute
+    assert execute.round_iters({"benchmark_iters": 50}) == 50  # one round by default
+    assert execute.round_iters({"benchmark_iters": 50, "timing_rounds": 3}) == 17  # ceil(50 / 3)
+    assert execute.round_iters({"benchmark_iters": 2, "timing_rounds": 5}) == 1  # at least one call
+
+
+def test_merge_rounds_takes_the_median_of_the_rounds_medians():
+    from mooreeval_runner import execute
+    rounds = [{"median_ms": 0.19, "p10_ms": 0.18, "p90_ms": 0.25, "min_ms": 0.17, "iters": 17},
+              {"median_ms": 0.14, "p10_ms": 0.13, "p90_ms": 0.16, "min_ms": 0.12, "iters": 17},
+              {"median_ms": 0.15, "p10_ms": 0.14, "p90_ms": 0.30, "min_ms": 0.13, "iters": 17}]
+    merged = execute.merge_rounds(rounds)
+    assert merged["median_ms"] == 0.15  # sorted 0.14, 0.15, 0.19: the slow first round does not move it
+    assert (merged["p10_ms"], merged["p90_ms"], merged["min_ms"], merged["iters"]) == (0.13, 0.30, 0.12, 51)
+    assert merged["rounds_median_ms"] == [0.19, 0.14, 0.15]
+    assert execute.merge_rounds(rounds[:2])["median_ms"] == pytest.approx(0.165)  # even: mean of the two

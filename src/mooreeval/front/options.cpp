@@ -24,6 +24,7 @@ json TimingOptions::to_json() const {
           {"benchmark_iters", benchmark_iters},
           {"flush_l2", flush_l2},
           {"host_head_start", host_head_start},
+          {"rounds", rounds},
           {"stable_malloc", stable_malloc}};
 }
 
@@ -86,6 +87,7 @@ void map_check_timing_deadlines(const Options& in, eval::EvalOptions& o) {
   o.benchmark_iters = in.timing.benchmark_iters;
   o.flush_l2 = in.timing.flush_l2;
   o.host_head_start = in.timing.host_head_start;
+  o.timing_rounds = in.timing.rounds;
   o.stable_malloc = in.timing.stable_malloc;
   o.max_build = in.deadlines.max_build;
   o.max_run = in.deadlines.max_run;

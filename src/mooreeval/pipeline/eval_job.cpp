@@ -78,6 +78,9 @@ std::optional<TimingStats> timing_from(const json& result) {
     s.head_start_ms = t["head_start_ms"].get<double>();
   if (t.contains("host_behind_retries") && t["host_behind_retries"].is_number_integer())
     s.host_behind_retries = t["host_behind_retries"].get<int>();
+  if (t.contains("rounds_median_ms") && t["rounds_median_ms"].is_array())
+    for (const json& m : t["rounds_median_ms"])
+      if (m.is_number()) s.rounds_median_ms.push_back(m.get<double>());
   return s;
 }
 

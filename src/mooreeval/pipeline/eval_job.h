@@ -126,7 +126,10 @@ struct EvalJob {
   std::optional<Verdict> acquire_reference();
   // benchmark(): both sides timed, then the re-measurement when the speedup looks too good.
   std::optional<Verdict> time_both_sides();
-  void recheck_speedup(double ref_median, double cand_median);
+  // Round r ≥ 1 of the benchmark: both sides time again, the candidate first in odd rounds (ABBA). False
+  // when a side did not time (its runner's outcome says why when it is finished).
+  bool timing_round(int r);
+  void recheck_speedup(double event_speedup);
   // judge(): the dynamic legality rules' findings into d.v.legality.
   std::optional<Verdict> check_run_legality();
 
@@ -174,6 +177,7 @@ struct EvalJob {
   std::vector<verify::TrialOutputs> ref_out;
   verify::NumericReport numeric;
   bool all_pass = false;
+  std::vector<double> ref_rounds, cand_rounds;  // each benchmark round's median, per side, in order
   run::RunnerOutcome ref_done, cand_done;
 };
 

@@ -18,6 +18,11 @@ namespace musacoder::eval {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+int timing_rounds_of(const EvalOptions& o) {
+  if (o.timing_rounds > 0) return o.timing_rounds;
+  return o.backend == build::Backend::kCpu ? 3 : 1;
+}
+
 json EvalOptions::to_json() const {
   return {{"backend", build::backend_name(backend)},
           {"tolerance_rtol", rtol},
@@ -38,6 +43,7 @@ json EvalOptions::to_json() const {
           {"cache_max_bytes", cache_max_bytes},
           {"flush_l2", flush_l2},
           {"host_head_start", host_head_start},
+          {"timing_rounds", timing_rounds_of(*this)},
           {"stable_malloc", stable_malloc},
           {"reward_scheme", reward::scheme_name(reward.scheme)},
           {"reward_speedup_cap", reward.speedup_cap},

@@ -72,6 +72,9 @@ struct EvalOptions {
   int cuda_max_connections = 1;
   bool flush_l2 = true;                               // flush L2 before each timed call (cuda)
   bool host_head_start = true;  // cuda: device-side wait before each timed call (timing.py); --no-host-head-start
+  // --timing-rounds: the benchmark split into rounds, reference and candidate alternating (ABBA), the speedup
+  // the median of the rounds' ratios; 0: the backend's default (timing_rounds_of)
+  int timing_rounds = 0;
   // Runners start with glibc malloc tuned for repeatable timings (GLIBC_TUNABLES: one fixed mmap
   // threshold, no heap trimming), so an allocation of a given size costs the same on every call rather
   // than page-faulting on some: the cause of bimodal per-call times on cpu (docs/benchmarks.md,
@@ -112,6 +115,11 @@ struct EvalOptions {
 
   nlohmann::json to_json() const;  // the resolved settings, saved with every verdict
 };
+
+// The benchmark's rounds: timing_rounds, or where 0 the backend's default — 3 on cpu (a shared host's speed
+// drifts over seconds: alternating the sides keeps one slow spell from landing on one side only), 1 on the
+// GPU backends (device events, measured stable: docs/benchmarks.md).
+int timing_rounds_of(const EvalOptions& o);
 
 struct EvalJob;  // one evaluation's state and stages (eval_job.h, private to the pipeline)
 

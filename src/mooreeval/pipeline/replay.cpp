@@ -75,6 +75,7 @@ Result<EvalOptions> options_for_replay(const json& verdict, EvalOptions o) {
   take(c, "benchmark_iters", o.benchmark_iters);
   take(c, "flush_l2", o.flush_l2);
   take(c, "host_head_start", o.host_head_start);
+  take(c, "timing_rounds", o.timing_rounds);
   take(c, "stable_malloc", o.stable_malloc);
   take(c, "cpu_threads", o.cpu_threads);
   take(c, "poison_bytes", o.poison_bytes);

@@ -1,5 +1,7 @@
 #include "mooreeval/pipeline/runtime_checks.h"
 
+#include <algorithm>
+
 #include "core/files.h"
 
 namespace musacoder::eval {
@@ -61,6 +63,17 @@ std::optional<double> read_timing_median(const std::filesystem::path& path) {
   const json& t = (*j)["timing"];
   if (!t.contains("median_ms") || !t["median_ms"].is_number()) return std::nullopt;
   return t["median_ms"].get<double>();
+}
+
+std::optional<double> paired_speedup(const std::vector<double>& reference_ms,
+                                     const std::vector<double>& candidate_ms) {
+  std::vector<double> ratios;
+  for (std::size_t i = 0; i < std::min(reference_ms.size(), candidate_ms.size()); ++i)
+    if (reference_ms[i] > 0 && candidate_ms[i] > 0) ratios.push_back(reference_ms[i] / candidate_ms[i]);
+  if (ratios.empty()) return std::nullopt;
+  std::sort(ratios.begin(), ratios.end());
+  const std::size_t mid = ratios.size() / 2;
+  return ratios.size() % 2 ? ratios[mid] : (ratios[mid - 1] + ratios[mid]) / 2;
 }
 
 std::optional<double> read_recheck_mean(const std::filesystem::path& path) {

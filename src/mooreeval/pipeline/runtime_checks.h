@@ -30,6 +30,11 @@ std::vector<legality::Finding> consistency_findings(const nlohmann::json& labels
 // The runner's {"timing": {"median_ms": ...}} file: the median, if the file is valid.
 std::optional<double> read_timing_median(const std::filesystem::path& path);
 
+// The speedup of paired benchmark rounds: the median over rounds of reference / candidate (rounds where
+// either side is missing or not positive left out). nullopt when no round pairs up.
+std::optional<double> paired_speedup(const std::vector<double>& reference_ms,
+                                     const std::vector<double>& candidate_ms);
+
 // The runner's re-measurement file {"mean_ms": ..., "method": ...}: the mean, if valid.
 std::optional<double> read_recheck_mean(const std::filesystem::path& path);
 

@@ -63,14 +63,34 @@ std::optional<Verdict> EvalJob::time_both_sides() {
   cand.command(command(all_pass ? Command::kBench : Command::kExit));
   if (all_pass && cand.wait_for(gate(Gate::kTimed)))
     cand_median = read_timing_median(run::timing_file(cand_dir, run::Side::kCandidate));
+  if (!ref_median || !cand_median) return std::nullopt;
+  ref_rounds = {*ref_median};
+  cand_rounds = {*cand_median};
+  for (int r = 1; r < timing_rounds_of(options) && timing_round(r); ++r) {
+  }
   const double threshold = options.legality.recheck_speedup_above;
-  if (ref_median && cand_median && *cand_median > 0 && threshold > 0 &&
-      *ref_median / *cand_median > threshold)
-    recheck_speedup(*ref_median, *cand_median);
+  const std::optional<double> speedup = paired_speedup(ref_rounds, cand_rounds);
+  if (speedup && threshold > 0 && *speedup > threshold) recheck_speedup(*speedup);
   return std::nullopt;
 }
 
-void EvalJob::recheck_speedup(double ref_median, double cand_median) {
+bool EvalJob::timing_round(int r) {
+  auto once = [&](run::RunnerSession& side, const std::filesystem::path& file, std::vector<double>& medians) {
+    side.command(command(Command::kBench));
+    std::optional<double> m;
+    if (!side.wait_for(gate(Gate::kTimed)) || !(m = read_timing_median(file))) return false;
+    medians.push_back(*m);
+    return true;
+  };
+  run::RunnerSession& ref = *reference;
+  run::RunnerSession& cand = *cand_run->session;
+  const auto ref_file = run::timing_file(dirs.reference, run::Side::kReference);
+  const auto cand_file = run::timing_file(cand_dir, run::Side::kCandidate);
+  if (r % 2 == 1) return once(cand, cand_file, cand_rounds) && once(ref, ref_file, ref_rounds);
+  return once(ref, ref_file, ref_rounds) && once(cand, cand_file, cand_rounds);
+}
+
+void EvalJob::recheck_speedup(double event_speedup) {
   // Too good to take on one method's word: both sides again, wall clock over distinct inputs.
   run::RunnerSession& ref = *reference;
   run::RunnerSession& cand = *cand_run->session;
@@ -83,7 +103,7 @@ void EvalJob::recheck_speedup(double ref_median, double cand_median) {
     cand_mean = read_recheck_mean(run::recheck_file(cand_dir, run::Side::kCandidate));
   if (ref_mean && cand_mean && *cand_mean > 0) {
     d.v.speedup_check = SpeedupCheck{options.legality.recheck_speedup_above,
-                                     ref_median / cand_median,
+                                     event_speedup,
                                      *ref_mean / *cand_mean,
                                      *ref_mean,
                                      *cand_mean,

@@ -20,8 +20,13 @@ Verdict EvalJob::judge() {
   }
   if (!all_pass) return stop(VerdictClass::kWrongAnswer, Stage::kVerify, numeric.first_failure);
   d.v.candidate_time = timing_from(*cand_done.result);
-  if (d.v.reference_time && d.v.candidate_time && d.v.candidate_time->median_ms > 0)
-    d.v.speedup = d.v.reference_time->median_ms / d.v.candidate_time->median_ms;
+  // The rounds' paired ratios (one round: the ratio of the two medians, as the results report them when
+  // the orchestrator could not read a round's file).
+  if (d.v.reference_time && d.v.candidate_time) {
+    d.v.speedup = paired_speedup(ref_rounds, cand_rounds);
+    if (!d.v.speedup)
+      d.v.speedup = paired_speedup({d.v.reference_time->median_ms}, {d.v.candidate_time->median_ms});
+  }
   if (d.v.speedup && d.v.speedup_check)
     d.v.speedup = std::min(*d.v.speedup, d.v.speedup_check->recheck_speedup);
   d.v.verdict = VerdictClass::kOk;

@@ -65,6 +65,7 @@ void EvalJob::describe_jobs() {
             {key(JobKey::kBenchmarkIters), options.benchmark_iters},
             {key(JobKey::kFlushL2), options.flush_l2},
             {key(JobKey::kHostHeadStart), options.host_head_start},
+            {key(JobKey::kTimingRounds), timing_rounds_of(options)},
             {key(JobKey::kControlFd), 3},
             {key(JobKey::kThreads), options.cpu_threads},
             // Consistency calls after the benchmark and the second timing method.
@@ -84,6 +85,11 @@ void EvalJob::describe_jobs() {
                 (options.host_head_start ? ", then a device-side wait of twice the host's time per call (the "
                                            "loop again with twice the wait if the host fell behind)"
                                          : "");
+  if (const int rounds = timing_rounds_of(options); rounds > 1)
+    d.v.config["timing_method"] =
+        d.v.config["timing_method"].get<std::string>() + "; in " + std::to_string(rounds) +
+        " rounds of ceil(benchmark_iters / " + std::to_string(rounds) +
+        ") calls, reference and candidate alternating (ABBA), the speedup the median of the rounds' ratios";
   ref_job = common;
   ref_job[key(JobKey::kOutputsPath)] = run::outputs_file(dirs.reference, run::Side::kReference).string();
   ref_job[key(JobKey::kChecksPath)] = run::checks_file(dirs.reference, run::Side::kReference).string();

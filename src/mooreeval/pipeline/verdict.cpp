@@ -54,6 +54,7 @@ json timing_json(const std::optional<TimingStats>& t) {
   if (t->host_ms) j["host_ms"] = *t->host_ms;
   if (t->head_start_ms) j["head_start_ms"] = *t->head_start_ms;
   if (t->host_behind_retries) j["host_behind_retries"] = *t->host_behind_retries;
+  if (!t->rounds_median_ms.empty()) j["rounds_median_ms"] = t->rounds_median_ms;
   return j;
 }
 

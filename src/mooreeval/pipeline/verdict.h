@@ -50,6 +50,9 @@ struct TimingStats {
   // the timed loop ran again because the host had fallen behind the device (timing.py)
   std::optional<double> host_ms, head_start_ms;
   std::optional<int> host_behind_retries;
+  // with timing rounds (EvalOptions::timing_rounds): each round's median, in order; median_ms is then their
+  // median, p10/min the lowest and p90 the highest of the rounds', iters their sum
+  std::vector<double> rounds_median_ms;
 };
 
 // The second timing method, run when the first speedup exceeded the threshold

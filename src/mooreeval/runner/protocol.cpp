@@ -23,6 +23,7 @@ std::string_view job_key_name(JobKey key) {
     case JobKey::kBenchmarkIters: return "benchmark_iters";
     case JobKey::kFlushL2: return "flush_l2";
     case JobKey::kHostHeadStart: return "host_head_start";
+    case JobKey::kTimingRounds: return "timing_rounds";
     case JobKey::kBenchmark: return "benchmark";
     case JobKey::kControlFd: return "control_fd";
     case JobKey::kThreads: return "threads";

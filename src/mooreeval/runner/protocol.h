@@ -32,6 +32,7 @@ enum class JobKey {
   kBenchmarkIters,     // r c
   kFlushL2,            // r c    cuda
   kHostHeadStart,      // r c    cuda: device-side wait before each timed call
+  kTimingRounds,       // r c    rounds the benchmark is split into (the orchestrator alternates the sides)
   kBenchmark,          // r c    manual runs without a control pipe: benchmark after the trials
   kControlFd,          // r c    the control pipe's fd (gates and commands)
   kThreads,            // r c    torch intra-op threads (0: default)

@@ -37,6 +37,7 @@ TEST(FrontOptions, EveryGroupReachesItsField) {
   o.timing.benchmark_iters = 9;
   o.timing.flush_l2 = false;
   o.timing.host_head_start = false;
+  o.timing.rounds = 5;
   o.deadlines.max_run = std::chrono::milliseconds(1234);
   o.deadlines.infra_retries = 4;
   o.concurrency.workers = 6;
@@ -56,6 +57,7 @@ TEST(FrontOptions, EveryGroupReachesItsField) {
   EXPECT_EQ(m->benchmark_iters, 9);
   EXPECT_FALSE(m->flush_l2);
   EXPECT_FALSE(m->host_head_start);
+  EXPECT_EQ(m->timing_rounds, 5);
   EXPECT_EQ(m->max_run.count(), 1234);
   EXPECT_EQ(m->infra_retries, 4);
   EXPECT_EQ(m->workers, 6);
@@ -72,6 +74,7 @@ TEST(FrontOptions, EveryGroupReachesItsField) {
   EXPECT_EQ(j["check"]["static_only"], true);
   EXPECT_EQ(j["compile"]["backend"], "cuda");
   EXPECT_EQ(j["reward"]["speedup_cap"], 2.5);
+  EXPECT_EQ(j["timing"]["rounds"], 5);
 }
 
 TEST(FrontOptions, UnknownNamesAreRefused) {
