@@ -74,7 +74,7 @@ struct TimingOptions {
   // call path (Python, wrappers) cannot leave the device idle inside the timed interval.
   bool host_head_start = true;
   // The benchmark split into this many rounds, reference and candidate alternating (ABBA); the speedup is
-  // the median of the rounds' ratios. 0: 3 on cpu, 1 on the GPU backends.
+  // the median of the rounds' ratios. 0: 5 on cpu, 1 on the GPU backends.
   int rounds = 0;
   // glibc malloc tuned for repeatable timings in runners (fixed mmap threshold, no trimming).
   bool stable_malloc = true;

@@ -68,7 +68,7 @@ void add_common(CLI::App* app, CommonFlags& f, EvalOptions& o) {
       ->check(CLI::Range(0, 100000));
   app->add_option("--timing-rounds", o.timing_rounds,
                   "benchmark rounds, reference and candidate alternating; the speedup is the median of the "
-                  "rounds' ratios (0: 3 on cpu, 1 on cuda/musa)")
+                  "rounds' ratios (0: 5 on cpu, 1 on cuda/musa)")
       ->capture_default_str()
       ->check(CLI::Range(0, 100));
   app->add_option("--max-build-seconds", f.max_build_seconds, "build deadline")

@@ -20,7 +20,7 @@ using nlohmann::json;
 
 int timing_rounds_of(const EvalOptions& o) {
   if (o.timing_rounds > 0) return o.timing_rounds;
-  return o.backend == build::Backend::kCpu ? 3 : 1;
+  return o.backend == build::Backend::kCpu ? 5 : 1;
 }
 
 json EvalOptions::to_json() const {

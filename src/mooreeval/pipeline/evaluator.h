@@ -116,7 +116,7 @@ struct EvalOptions {
   nlohmann::json to_json() const;  // the resolved settings, saved with every verdict
 };
 
-// The benchmark's rounds: timing_rounds, or where 0 the backend's default — 3 on cpu (a shared host's speed
+// The benchmark's rounds: timing_rounds, or where 0 the backend's default — 5 on cpu (a shared host's speed
 // drifts over seconds: alternating the sides keeps one slow spell from landing on one side only), 1 on the
 // GPU backends (device events, measured stable: docs/benchmarks.md).
 int timing_rounds_of(const EvalOptions& o);

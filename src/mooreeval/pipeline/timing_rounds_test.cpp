@@ -11,7 +11,7 @@ namespace {
 TEST(TimingRounds, BackendDefaultsAndTheOption) {
   EvalOptions o;
   o.backend = build::Backend::kCpu;
-  EXPECT_EQ(timing_rounds_of(o), 3);
+  EXPECT_EQ(timing_rounds_of(o), 5);
   o.backend = build::Backend::kCuda;
   EXPECT_EQ(timing_rounds_of(o), 1);
   o.timing_rounds = 4;
