@@ -217,7 +217,8 @@ def _after_timing(model, task, job, device, result):
     while True:
         answer = _gate(job, "timed", "exit")
         if answer == "bench":  # warm already: two untimed calls bring the caches back after the other side
-            rounds.append(_timed(model, task, job, device, min(_LATER_ROUND_WARMUP, int(job["warmup_iters"])))[0])
+            warmup = min(_LATER_ROUND_WARMUP, int(job["warmup_iters"]))
+            rounds.append(_timed(model, task, job, device, warmup)[0])
             _write_json(job.get("timing_path"), {"timing": rounds[-1]})
             result["timing"] = merge_rounds(rounds)
         elif answer == "remeasure":

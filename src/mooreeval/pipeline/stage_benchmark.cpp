@@ -66,8 +66,8 @@ std::optional<Verdict> EvalJob::time_both_sides() {
   if (!ref_median || !cand_median) return std::nullopt;
   ref_rounds = {*ref_median};
   cand_rounds = {*cand_median};
-  for (int r = 1; r < timing_rounds_of(options) && timing_round(r); ++r) {
-  }
+  for (int r = 1; r < timing_rounds_of(options); ++r)
+    if (!timing_round(r)) break;  // the side's outcome says why when it is finished
   const double threshold = options.legality.recheck_speedup_above;
   const std::optional<double> speedup = paired_speedup(ref_rounds, cand_rounds);
   if (speedup && threshold > 0 && *speedup > threshold) recheck_speedup(*speedup);
