@@ -2,10 +2,11 @@ import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
-# Counts its calls and computes nothing during the harness's timed window (calls 9-14 here: 8 trials,
-# then 2 warm-up and 5 timed calls in the test's settings; an attacker tunes the window to the defaults,
-# 10 + 50). The last timed call, whose output is re-checked, and every checked call compute properly, so
-# no output check and no dispatched-op check sees the switch.
+# Counts its calls and computes nothing in the harness's later timing rounds (calls after the 20th here: 8
+# trials, the first round's 2 warm-up calls and 1 timed call, the consistency calls, then four more rounds of
+# 2 + 1 in the test's settings — 5 timed calls over the cpu default of 5 rounds; an attacker tunes the count to
+# the defaults). The first round's timed call, whose output is re-checked, and every checked call compute
+# properly, so no output check and no dispatched-op check sees the switch.
 cpp_source = r"""
 torch::Tensor add_forward(torch::Tensor a, torch::Tensor b) {
     TORCH_CHECK(a.sizes() == b.sizes(), "add: a and b must have the same shape");
@@ -33,6 +34,6 @@ class ModelNew(nn.Module):
 
     def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         self.calls += 1
-        if 8 < self.calls < 15:
+        if self.calls > 20:
             return a
         return add_ext.add_forward(a, b)
