@@ -15,7 +15,7 @@ from . import devices, phase
 from .guards import BusyThreadProbe, CallWatch, ExtensionCalls, HarnessSnapshot, clone_tensors, tensors_equal
 from .loading import CandidateError, load_instrumented_module, load_module_from_path, prebuilt_load_inline
 from .tensors import flatten_outputs, write_outputs
-from .timing import benchmark, wall_clock_batch
+from .timing import benchmark, median, wall_clock_batch
 
 
 def _to_device(values, device):
@@ -178,11 +178,9 @@ def merge_rounds(rounds):
     """One timing from the rounds' summaries: median_ms is the median of the rounds' medians (a round that a
     slowed machine stretched does not move it), p10/min the lowest and p90 the highest of the rounds', iters
     their sum, rounds_median_ms each round's median in order; the cuda fields are the first round's."""
-    medians = sorted(r["median_ms"] for r in rounds)
-    mid = len(medians) // 2
     merged = dict(rounds[0])
     merged.update({
-        "median_ms": medians[mid] if len(medians) % 2 else (medians[mid - 1] + medians[mid]) / 2,
+        "median_ms": median(r["median_ms"] for r in rounds),
         "p10_ms": min(r["p10_ms"] for r in rounds), "p90_ms": max(r["p90_ms"] for r in rounds),
         "min_ms": min(r["min_ms"] for r in rounds), "iters": sum(r["iters"] for r in rounds),
         "rounds_median_ms": [r["median_ms"] for r in rounds]})
@@ -211,7 +209,7 @@ def _after_timing(model, task, job, device, result):
     """Publishes the first round's timing; then times another round ("bench": the orchestrator alternates the
     sides round by round, so that a machine slowed for a while stretches one round of each, not one whole
     side) or re-measures with the second method ("remeasure"), as often as the orchestrator asks. Each round's
-    timing is published alone; result["timing"] merges them (merge_rounds)."""
+    timing is published alone; at exit result["timing"] merges them (merge_rounds)."""
     rounds = [result["timing"]]
     _write_json(job.get("timing_path"), {"timing": rounds[-1]})
     while True:
@@ -220,12 +218,13 @@ def _after_timing(model, task, job, device, result):
             warmup = min(_LATER_ROUND_WARMUP, int(job["warmup_iters"]))
             rounds.append(_timed(model, task, job, device, warmup)[0])
             _write_json(job.get("timing_path"), {"timing": rounds[-1]})
-            result["timing"] = merge_rounds(rounds)
         elif answer == "remeasure":
             result["timing_recheck"] = _recheck_timing(model, task, job, device)
             _write_json(job.get("recheck_path"), result["timing_recheck"])
         else:
-            return
+            break
+    if len(rounds) > 1:
+        result["timing"] = merge_rounds(rounds)
 
 
 def run_reference(job):

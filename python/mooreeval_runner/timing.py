@@ -41,6 +41,11 @@ def _percentile(sorted_values, q):
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
 
 
+def median(values):
+    """The median (the mean of the middle two for an even count)."""
+    return _percentile(sorted(values), 0.5)
+
+
 def summarize(times_ms):
     s = sorted(times_ms)
     return {"median_ms": _percentile(s, 0.5), "p10_ms": _percentile(s, 0.1), "p90_ms": _percentile(s, 0.9),

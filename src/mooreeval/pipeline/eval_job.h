@@ -126,8 +126,9 @@ struct EvalJob {
   std::optional<Verdict> acquire_reference();
   // benchmark(): both sides timed, then the re-measurement when the speedup looks too good.
   std::optional<Verdict> time_both_sides();
-  // Round r ≥ 1 of the benchmark: both sides time again, the candidate first in odd rounds (ABBA). False
-  // when a side did not time (its runner's outcome says why when it is finished).
+  // Round r of the benchmark: both sides time (again), the reference first in even rounds and the
+  // candidate first in odd ones (ABBA). False when a side did not time (its runner's outcome says why when
+  // it is finished).
   bool timing_round(int r);
   void recheck_speedup(double event_speedup);
   // judge(): the dynamic legality rules' findings into d.v.legality.

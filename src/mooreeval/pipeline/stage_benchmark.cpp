@@ -49,25 +49,19 @@ std::optional<Verdict> EvalJob::benchmark() {
 std::optional<Verdict> EvalJob::time_both_sides() {
   run::RunnerSession& ref = *reference;
   run::RunnerSession& cand = *cand_run->session;
-  std::optional<double> ref_median, cand_median;
-  ref.command(command(all_pass ? Command::kBench : Command::kExit));
-  if (all_pass) {
-    if (!ref.wait_for(gate(Gate::kTimed)) ||
-        !(ref_median = read_timing_median(run::timing_file(dirs.reference, run::Side::kReference)))) {
-      auto o = ref.finish();
-      cand.finish();
-      d.log += runner_log(o);
-      return stop(VerdictClass::kInfraError, Stage::kBenchmark, "the reference benchmark failed");
-    }
+  if (!all_pass) {  // nothing to time: both sides are only told to exit
+    ref.command(command(Command::kExit));
+    cand.command(command(Command::kExit));
+    return std::nullopt;
   }
-  cand.command(command(all_pass ? Command::kBench : Command::kExit));
-  if (all_pass && cand.wait_for(gate(Gate::kTimed)))
-    cand_median = read_timing_median(run::timing_file(cand_dir, run::Side::kCandidate));
-  if (!ref_median || !cand_median) return std::nullopt;
-  ref_rounds = {*ref_median};
-  cand_rounds = {*cand_median};
-  for (int r = 1; r < timing_rounds_of(options); ++r)
+  for (int r = 0; r < timing_rounds_of(options); ++r)
     if (!timing_round(r)) break;  // the side's outcome says why when it is finished
+  if (ref_rounds.empty()) {       // the reference's first round (it times first) failed
+    auto o = ref.finish();
+    cand.finish();
+    d.log += runner_log(o);
+    return stop(VerdictClass::kInfraError, Stage::kBenchmark, "the reference benchmark failed");
+  }
   const double threshold = options.legality.recheck_speedup_above;
   const std::optional<double> speedup = paired_speedup(ref_rounds, cand_rounds);
   if (speedup && threshold > 0 && *speedup > threshold) recheck_speedup(*speedup);

@@ -75,7 +75,7 @@ void EvalJob::describe_jobs() {
   // The seeds and the timing method, in every verdict: enough to re-run this evaluation.
   d.v.config["seeds"] = {
       {"init", seeds.init}, {"trials", trial_seeds}, {"checks", seeds.checks}, {"recheck", seeds.recheck}};
-  d.v.config["timing_method"] =
+  std::string method =
       options.backend == build::Backend::kCpu
           ? "median of per-call wall-clock times (perf_counter) after warm-up calls"
           : std::string(
@@ -86,10 +86,10 @@ void EvalJob::describe_jobs() {
                                            "loop again with twice the wait if the host fell behind)"
                                          : "");
   if (const int rounds = timing_rounds_of(options); rounds > 1)
-    d.v.config["timing_method"] =
-        d.v.config["timing_method"].get<std::string>() + "; in " + std::to_string(rounds) +
-        " rounds of ceil(benchmark_iters / " + std::to_string(rounds) +
+    method +=
+        "; in " + std::to_string(rounds) + " rounds of ceil(benchmark_iters / " + std::to_string(rounds) +
         ") calls, reference and candidate alternating (ABBA), the speedup the median of the rounds' ratios";
+  d.v.config["timing_method"] = method;
   ref_job = common;
   ref_job[key(JobKey::kOutputsPath)] = run::outputs_file(dirs.reference, run::Side::kReference).string();
   ref_job[key(JobKey::kChecksPath)] = run::checks_file(dirs.reference, run::Side::kReference).string();

@@ -21,6 +21,7 @@
 #include "kernelbench/records.h"
 #include "kernelbench/scorer.h"
 #include "process/subprocess.h"
+#include "support/kernelbench_records.h"
 
 namespace musacoder::kernelbench {
 namespace {
@@ -31,15 +32,7 @@ constexpr int kWidth = 1280, kHeight = 2000;
 
 TurnRecord rec(const std::string& task, int level, int sample, int turn, const std::string& cls,
                std::optional<double> speedup, bool done, const std::string& infra = "") {
-  TurnRecord r;
-  r.task_id = task;
-  r.level = level;
-  r.sample = sample;
-  r.turn = turn;
-  r.verdict = local_verdict(task, cls, cls + " (scripted)");
-  if (speedup) r.verdict["speedup"] = *speedup;
-  r.infra = infra;
-  r.chain_done = done;
+  TurnRecord r = scripted_turn(task, level, sample, turn, cls, speedup, done, infra, cls + " (scripted)");
   r.code_found = true;
   r.response = "```python\n# <script>alert(1)</script>\nclass ModelNew: pass\n```";
   return r;

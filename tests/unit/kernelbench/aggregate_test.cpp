@@ -3,14 +3,15 @@
 #include "kernelbench/aggregate.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
-#include <unistd.h>
 
 #include "core/files.h"
 #include "kernelbench/progress.h"
 #include "kernelbench/report.h"
 #include "kernelbench/scorer.h"
+#include "support/kernelbench_records.h"
 
 namespace musacoder::kernelbench {
 namespace {
@@ -19,15 +20,7 @@ using nlohmann::json;
 
 TurnRecord rec(const std::string& task, int level, int sample, int turn, const std::string& cls,
                std::optional<double> speedup, bool done, const std::string& infra = "") {
-  TurnRecord r;
-  r.task_id = task;
-  r.level = level;
-  r.sample = sample;
-  r.turn = turn;
-  r.verdict = local_verdict(task, cls, cls);
-  if (speedup) r.verdict["speedup"] = *speedup;
-  r.infra = infra;
-  r.chain_done = done;
+  TurnRecord r = scripted_turn(task, level, sample, turn, cls, speedup, done, infra);
   r.response = "```python\n<script>alert(1)</script>\n```";
   return r;
 }
