@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine: #27's learning demonstration (perf/learning_demo/run.py) detached from the device call,
+# so a stage longer than one call (at most 600 s) goes on running on the warm machine; each call starts it (or
+# finds it running), waits up to WAIT seconds, and copies its tables and logs into $OUT.
+#
+#   call 2:  ... convert && BUILD_DIR=build-gpu DEMO_ARGS="--train-tasks 48 ..." bash tests/gpu/demo_bg.sh
+#   call 3+: BUILD_DIR=build-gpu DEMO_ARGS="<the same>" bash tests/gpu/demo_bg.sh   (within the 30 s warm window)
+#
+# The demo runs from a snapshot of the tree in /tmp/mctree (each call replaces the repository copy it runs in)
+# with MOOREEVAL_RUNNER_DIR and MOOREEVAL_LEAN_DIR pointing into the snapshot. run.py skips stages whose outputs
+# exist, so a demo killed with its machine resumes in a later session's /tmp/learning_demo only on that machine.
+set -uo pipefail
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+OUT="${OUT:-/tmp/demo-out}"
+BUILD="$ROOT/${BUILD_DIR:-build-gpu}"
+DEMO=/tmp/learning_demo
+TREE=/tmp/mctree
+WAIT="${WAIT:-540}"
+mkdir -p "$OUT" "$DEMO"
+
+running() { pgrep -f "perf/learning_demo/run.py" >/dev/null; }
+
+start() {
+  rm -rf "$TREE" && mkdir -p "$TREE"
+  tar -C "$ROOT" --exclude=./build --exclude=./build-gpu --exclude=./.devdeps --exclude=./.devmodel \
+    --exclude=./.realsubs --exclude=./.git -cf - . | tar -C "$TREE" -xf -
+  rm -f "$DEMO/exit_code"
+  (
+    cd "$TREE" || exit 1
+    export MOOREEVAL_RUNNER_DIR="$TREE/python" MOOREEVAL_LEAN_DIR="$TREE/src/mooreeval/compile/lean"
+    # shellcheck disable=SC2086  # DEMO_ARGS is a list of flags
+    setsid nohup bash -c "python3 perf/learning_demo/run.py --musacoder '$BUILD/tools/musacoder/musacoder' \
+      --base-model '${DEMO_MODEL:-$ROOT/build/models/smollm2-135m}' --out '$DEMO' ${DEMO_ARGS:-}; \
+      echo \$? > '$DEMO/exit_code'" >>"$DEMO/driver.log" 2>&1 </dev/null &
+  )
+  echo "demo started (t=${SECONDS}s)"
+}
+
+if running; then
+  echo "demo already running"
+elif [ -f "$DEMO/exit_code" ] && [ "$(cat "$DEMO/exit_code")" = 0 ]; then
+  echo "demo already finished"
+else
+  start
+fi
+while running && [ "$SECONDS" -lt "$WAIT" ]; do sleep 5; done
+if running; then echo "demo still running at t=${SECONDS}s"; else echo "demo exit $(cat "$DEMO/exit_code" 2>/dev/null)"; fi
+cp "$DEMO"/*.md "$DEMO"/*.json "$DEMO"/*.log "$OUT"/ 2>/dev/null
+for f in "$DEMO"/*/summary.json "$DEMO"/*/metrics.jsonl "$DEMO"/quickstart/*/summary.json \
+  "$DEMO"/quickstart/*/metrics.jsonl "$DEMO"/quickstart/*.html "$DEMO"/quickstart/*.png; do
+  [ -f "$f" ] && mkdir -p "$OUT/$(dirname "${f#"$DEMO"/}")" && cp "$f" "$OUT/${f#"$DEMO"/}"
+done
+tail -25 "$DEMO/driver.log"
+ls "$DEMO" "$DEMO/quickstart" 2>/dev/null | head -40
