@@ -33,6 +33,12 @@ split_parts() {
   head -c "$first" "$gguf_dir/$NAME" >"$out/part-1/gguf.aa"
   tail -c "+$((first + 1))" "$gguf_dir/$NAME" >"$out/part-2/gguf.ab"
   sha256sum "$gguf_dir/$NAME" | cut -d' ' -f1 >"$out/part-2/gguf.sha256"
+  # The tokenizer as this machine's transformers converts it (a byte-level BPE); the device's transformers 5.17
+  # writes the same vocabulary as a BPE with byte_fallback, which src/tokenizer rejects. convert installs these.
+  local model="$ROOT/build/models/smollm2-135m"
+  [ -s "$model/tokenizer.json" ] || bash "$ROOT/scripts/fetch_models.sh" >/dev/null
+  mkdir -p "$out/part-2/tokenizer"
+  cp "$model/tokenizer.json" "$model/tokenizer_config.json" "$model/chat_template.jinja" "$out/part-2/tokenizer/"
   "$PYTHON" -m pip download -q --no-deps --only-binary=:all: gguf==0.19.0 -d "$out/part-1" >/dev/null
   du -sh "$out/part-1" "$out/part-2"
 }
@@ -47,12 +53,16 @@ convert() {
   fi
   "$PYTHON" -m pip install -q --no-index --no-deps --target "$STASH/site" "$STASH"/gguf-*.whl
   PYTHONPATH="$STASH/site${PYTHONPATH:+:$PYTHONPATH}" SMOLLM2_GGUF_DIR="$STASH/gguf" bash "$ROOT/scripts/fetch_models.sh"
+  if [ -d "$STASH/tokenizer" ]; then
+    cp "$STASH"/tokenizer/* "$ROOT/build/models/smollm2-135m/"
+    echo "convert: installed the tokenizer converted where split ran"
+  fi
 }
 
 case "${1:-}" in
   split) split_parts ;;
   stash) [ -d "${2:-}" ] || { echo "stash: no such part directory: ${2:-}" >&2; exit 2; }
-    mkdir -p "$STASH" && cp "$2"/* "$STASH"/ && ls "$STASH" ;;
+    mkdir -p "$STASH" && cp -r "$2"/* "$STASH"/ && ls "$STASH" ;;
   convert) convert ;;
   *) echo "usage: $0 split | stash PART_DIR | convert" >&2; exit 2 ;;
 esac

@@ -19,7 +19,20 @@ using rule::operand_setup;
 constexpr const char* kCommon = R"(#include <cstdint>
 #include <vector>
 @TYPE_HEADER@
-@BROADCAST@@TYPE_FUNCS@
+@BROADCAST@@TYPE_FUNCS@@REDUCE@
+static unsigned grid_for(int64_t n, int threads) {
+    const int64_t blocks = (n + threads - 1) / threads;
+    return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 ? 65535 : blocks));
+}
+
+static void check_launch() {
+    const cudaError_t err = cudaGetLastError();
+    TORCH_CHECK(err == cudaSuccess, "kernel launch failed: ", cudaGetErrorString(err));
+}
+)";
+
+// Emitted only where a kernel calls block_reduce (reductions, softmax, norms): a shorter answer elsewhere.
+constexpr const char* kBlockReduce = R"(
 // Block-wide reductions for blockDim.x a multiple of 32 (<= 1024); `smem` holds 32 floats.
 // Every thread gets the result; the trailing barrier lets the caller reuse `smem` at once.
 __device__ __forceinline__ float warp_sum(float v) {
@@ -47,16 +60,6 @@ __device__ float block_reduce(float v, float* smem) {
     __syncthreads();
     return v;
 }
-
-static unsigned grid_for(int64_t n, int threads) {
-    const int64_t blocks = (n + threads - 1) / threads;
-    return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 ? 65535 : blocks));
-}
-
-static void check_launch() {
-    const cudaError_t err = cudaGetLastError();
-    TORCH_CHECK(err == cudaSuccess, "kernel launch failed: ", cudaGetErrorString(err));
-}
 )";
 
 // Loads, stores and rounding for the storage type @T@ (converted to and from float by @TO@ and
@@ -76,12 +79,13 @@ std::string type_funcs(DType dtype) {
   return fill(kTypeFuncs, {{"T", "float"}, {"TO", ""}, {"FROM", ""}});
 }
 
-std::string preamble(const Program& p) {
+std::string preamble(const Program& p, bool block_reduce) {
   const char* header = p.dtype == DType::kFloat16 ? "#include <cuda_fp16.h>\n"
                        : p.dtype == DType::kBFloat16 ? "#include <cuda_bf16.h>\n" : "";
   return fill(kCommon, {{"TYPE_HEADER", header},
                         {"BROADCAST", rule::broadcast_helpers(p, "__device__ __forceinline__")},
-                        {"TYPE_FUNCS", type_funcs(p.dtype)}});
+                        {"TYPE_FUNCS", type_funcs(p.dtype)},
+                        {"REDUCE", block_reduce ? kBlockReduce : ""}});
 }
 
 std::string cptr(const std::string& n) {
@@ -423,7 +427,8 @@ std::string kernels_and_host(const Program& p) {
 std::string cuda_kernel_source(const Program& p) {
   const std::string host = "// " + describe(p) + "\ntorch::Tensor fused_forward(" + rule::host_params(p) + ") {\n" +
                            rule::host_prologue(p);
-  return preamble(p) + "\n" + fill(kernels_and_host(p), {{"HOST", host}});
+  const std::string body = kernels_and_host(p);
+  return preamble(p, body.find("block_reduce<") != std::string::npos) + "\n" + fill(body, {{"HOST", host}});
 }
 
 }  // namespace musacoder::data

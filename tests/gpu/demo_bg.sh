@@ -45,10 +45,10 @@ else
 fi
 while running && [ "$SECONDS" -lt "$WAIT" ]; do sleep 5; done
 if running; then echo "demo still running at t=${SECONDS}s"; else echo "demo exit $(cat "$DEMO/exit_code" 2>/dev/null)"; fi
-cp "$DEMO"/*.md "$DEMO"/*.json "$DEMO"/*.log "$OUT"/ 2>/dev/null
-for f in "$DEMO"/*/summary.json "$DEMO"/*/metrics.jsonl "$DEMO"/quickstart/*/summary.json \
-  "$DEMO"/quickstart/*/metrics.jsonl "$DEMO"/quickstart/*.html "$DEMO"/quickstart/*.png; do
-  [ -f "$f" ] && mkdir -p "$OUT/$(dirname "${f#"$DEMO"/}")" && cp "$f" "$OUT/${f#"$DEMO"/}"
-done
+# A call brings back only a few files: the tables, and everything small (summaries, metrics, samples, logs,
+# reports, curves) in one archive; no weights, no build scratch, no synthesized data.
+cp "$DEMO"/learning_demo.md "$DEMO"/learning_demo.json "$OUT"/ 2>/dev/null
+tar -C "$DEMO" -czf "$OUT/learning_demo.tgz" --exclude='*.safetensors' --exclude='*.pt' --exclude='*/scratch' \
+  --exclude='*/.work' --exclude='*/tasks' --exclude='checkpoint-*' . 2>/dev/null
 tail -25 "$DEMO/driver.log"
 ls "$DEMO" "$DEMO/quickstart" 2>/dev/null | head -40

@@ -92,7 +92,12 @@ void add_run_flags(CLI::App* s, TrainRlFlags& f) {
       ->capture_default_str();
   s->add_option("--lora-alpha", f.o.lora_alpha)->capture_default_str();
   s->add_option("--lora-targets", f.o.lora_targets)->delimiter(',')->capture_default_str();
-  s->add_option("--kv-cache-gb", f.o.kv_cache_gb, "engine KV cache (0 = engine default)")->capture_default_str();
+  s->add_option("--kv-cache-gb", f.o.kv_cache_gb,
+                "engine KV cache in GiB (0: --kv-cache-memory-fraction on CUDA)")
+      ->capture_default_str();
+  s->add_option("--kv-cache-memory-fraction", f.o.kv_cache_memory_fraction,
+                "share of free GPU memory for the engine's KV cache (the update needs the rest)")
+      ->capture_default_str();
   s->add_option("--max-model-len", f.o.max_model_len,
                 "engine context for prompt + all turns (0 = the model's max_position_embeddings); a repair turn "
                 "that would not fit ends its trajectory")

@@ -3,27 +3,58 @@
 namespace musacoder::train::rl {
 
 nlohmann::json to_json(const RlOptions& o) {
-  return {{"base_checkpoint", o.base_checkpoint.string()}, {"tasks", o.tasks.string()},
-          {"output_dir", o.output_dir.string()}, {"resume_from", o.resume_from.string()},
-          {"reward_env", o.reward_env}, {"reward_env_workers", o.reward_env_workers},
-          {"verifier_backend", o.verifier_backend}, {"verifier_wait_seconds", o.verifier_wait_seconds},
+  return {{"base_checkpoint", o.base_checkpoint.string()},
+          {"tasks", o.tasks.string()},
+          {"output_dir", o.output_dir.string()},
+          {"resume_from", o.resume_from.string()},
+          {"reward_env", o.reward_env},
+          {"reward_env_workers", o.reward_env_workers},
+          {"verifier_backend", o.verifier_backend},
+          {"verifier_wait_seconds", o.verifier_wait_seconds},
           {"infra_retries", o.infra_retries},
-          {"verifier_cache_dir", o.verifier_cache_dir.string()}, {"verifier_build_path", o.verifier_build_path}, {"samples_per_prompt", o.samples_per_prompt},
-          {"prompts_per_step", o.prompts_per_step}, {"max_turns", o.max_turns}, {"temperature", o.temperature},
-          {"top_p", o.top_p}, {"max_new_tokens", o.max_new_tokens}, {"algorithm", o.algorithm},
-          {"kl_coef", o.kl_coef}, {"clip_low", o.clip_low}, {"clip_high", o.clip_high},
-          {"ppo_epochs", o.ppo_epochs}, {"learning_rate", o.learning_rate}, {"max_grad_norm", o.max_grad_norm},
-          {"weight_decay", o.weight_decay}, {"max_steps", o.max_steps}, {"seed", o.seed},
-          {"enable_prime_echo", o.enable_prime_echo}, {"prime_echo_gamma", o.prime_echo_gamma},
-          {"prime_echo_eta", o.prime_echo_eta}, {"prime_echo_mode", o.prime_echo_mode},
-          {"enable_bdr", o.enable_bdr}, {"bdr_buffer_size", o.bdr_buffer_size},
-          {"bdr_max_stale_epochs", o.bdr_max_stale_epochs}, {"bdr_retry_every", o.bdr_retry_every},
-          {"bdr_max_retries_per_step", o.bdr_max_retries_per_step}, {"enable_mirrorpop", o.enable_mirrorpop},
-          {"mirrorpop_tau", o.mirrorpop_tau}, {"mirrorpop_mode", o.mirrorpop_mode},
-          {"mirrorpop_ema", o.mirrorpop_ema}, {"mirrorpop_update_every", o.mirrorpop_update_every},
-          {"mirrorpop_decay", o.mirrorpop_decay}, {"mirrorpop_delta", o.mirrorpop_delta},
-          {"device", o.device}, {"bf16", o.bf16}, {"lora_rank", o.lora_rank}, {"lora_alpha", o.lora_alpha},
-          {"lora_targets", o.lora_targets}, {"kv_cache_gb", o.kv_cache_gb}, {"max_model_len", o.max_model_len}, {"save_steps", o.save_steps},
+          {"verifier_cache_dir", o.verifier_cache_dir.string()},
+          {"verifier_build_path", o.verifier_build_path},
+          {"samples_per_prompt", o.samples_per_prompt},
+          {"prompts_per_step", o.prompts_per_step},
+          {"max_turns", o.max_turns},
+          {"temperature", o.temperature},
+          {"top_p", o.top_p},
+          {"max_new_tokens", o.max_new_tokens},
+          {"algorithm", o.algorithm},
+          {"kl_coef", o.kl_coef},
+          {"clip_low", o.clip_low},
+          {"clip_high", o.clip_high},
+          {"ppo_epochs", o.ppo_epochs},
+          {"learning_rate", o.learning_rate},
+          {"max_grad_norm", o.max_grad_norm},
+          {"weight_decay", o.weight_decay},
+          {"max_steps", o.max_steps},
+          {"seed", o.seed},
+          {"enable_prime_echo", o.enable_prime_echo},
+          {"prime_echo_gamma", o.prime_echo_gamma},
+          {"prime_echo_eta", o.prime_echo_eta},
+          {"prime_echo_mode", o.prime_echo_mode},
+          {"enable_bdr", o.enable_bdr},
+          {"bdr_buffer_size", o.bdr_buffer_size},
+          {"bdr_max_stale_epochs", o.bdr_max_stale_epochs},
+          {"bdr_retry_every", o.bdr_retry_every},
+          {"bdr_max_retries_per_step", o.bdr_max_retries_per_step},
+          {"enable_mirrorpop", o.enable_mirrorpop},
+          {"mirrorpop_tau", o.mirrorpop_tau},
+          {"mirrorpop_mode", o.mirrorpop_mode},
+          {"mirrorpop_ema", o.mirrorpop_ema},
+          {"mirrorpop_update_every", o.mirrorpop_update_every},
+          {"mirrorpop_decay", o.mirrorpop_decay},
+          {"mirrorpop_delta", o.mirrorpop_delta},
+          {"device", o.device},
+          {"bf16", o.bf16},
+          {"lora_rank", o.lora_rank},
+          {"lora_alpha", o.lora_alpha},
+          {"lora_targets", o.lora_targets},
+          {"kv_cache_gb", o.kv_cache_gb},
+          {"kv_cache_memory_fraction", o.kv_cache_memory_fraction},
+          {"max_model_len", o.max_model_len},
+          {"save_steps", o.save_steps},
           {"save_total_limit", o.save_total_limit}};
 }
 
@@ -54,6 +85,10 @@ Status validate(const RlOptions& o) {
   if (o.clip_low < 0 || o.clip_low >= 1 || o.clip_high < 0) return invalid_argument("--clip-low in [0, 1), --clip-high >= 0");
   if (o.max_steps < 1) return invalid_argument("--max-steps must be >= 1");
   if (o.reward_env_workers < 1) return invalid_argument("--reward-env-workers must be >= 1");
+  if (o.kv_cache_gb < 0) return invalid_argument("--kv-cache-gb must be >= 0");
+  if (!(o.kv_cache_memory_fraction > 0 && o.kv_cache_memory_fraction < 1)) {
+    return invalid_argument("--kv-cache-memory-fraction must be in (0, 1)");
+  }
   if (o.bdr_retry_every < 1 || o.bdr_buffer_size < 1 || o.bdr_max_stale_epochs < 1) {
     return invalid_argument("--bdr-retry-every, --bdr-buffer-size and --bdr-max-stale-epochs must be >= 1");
   }

@@ -70,7 +70,10 @@ struct RlOptions {
   int64_t lora_rank = 0;                  // 0: full fine-tuning
   double lora_alpha = 16.0;
   std::vector<std::string> lora_targets = {"q_proj", "k_proj", "v_proj", "o_proj"};
-  double kv_cache_gb = 0;                 // engine KV cache (0: the engine's default)
+  double kv_cache_gb = 0;  // engine KV cache in GiB (0: kv_cache_memory_fraction on CUDA, 1 GiB on CPU)
+  double kv_cache_memory_fraction =
+      0.3;  // share of free GPU memory for the KV cache when kv_cache_gb is 0: the
+            // policy's update needs the rest (the engine alone defaults to 0.85)
   int64_t max_model_len = 0;              // engine context for prompt + all turns (0: max_position_embeddings);
                                           // a repair turn that would not fit ends its trajectory instead
   // --- Output

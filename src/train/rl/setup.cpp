@@ -83,6 +83,7 @@ Status load_models(RlRun& r) {
   }
   engine::EngineOptions eo;
   eo.kv_cache_gb = r.o.kv_cache_gb;
+  eo.kv_cache_memory_fraction = r.o.kv_cache_memory_fraction;
   eo.max_model_len = r.o.max_model_len;
   eo.cuda_graphs = false;  // weights change in place every step; graphs would be recaptured anyway
   auto engine_tok = tokenizer::Tokenizer::load(r.o.base_checkpoint / "tokenizer.json");  // the engine owns its copy

@@ -400,6 +400,12 @@ TEST_F(Rl, BadInputFailsClearly) {
 
   o.reward_env = "grpc://x";
   EXPECT_EQ(run_rl(o).status().code(), StatusCode::kInvalidArgument);
+  o.reward_env = "mooreeval";
+  o.kv_cache_memory_fraction = 1.0;  // the whole GPU for the KV cache leaves nothing for the update
+  r = run_rl(o);
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("--kv-cache-memory-fraction"), std::string::npos)
+      << r.status().to_string();
 }
 
 }  // namespace

@@ -103,5 +103,20 @@ TEST(RuleKernels, ModuleShapeMatchesTheBackendRules) {
   EXPECT_NE(rule_solution(p, KernelTarget::kCpu, "e").find("float_to_bf16"), std::string::npos);
 }
 
+TEST(RuleKernels, CudaBlockReductionHelpersOnlyWhereAKernelUsesThem) {
+  Program p;
+  p.category = "activation";
+  p.input = {16, 256};
+  p.prologue = {{Ew::kRelu, 0, 0, -1}};
+  EXPECT_EQ(rule_solution(p, KernelTarget::kCuda, "e").find("block_reduce"), std::string::npos);
+  p.category = "softmax";
+  p.prologue.clear();
+  p.anchor.kind = Anchor::kSoftmax;
+  p.anchor.dim = 1;
+  const std::string softmax = rule_solution(p, KernelTarget::kCuda, "e");
+  EXPECT_NE(softmax.find("__device__ float block_reduce(float v, float* smem)"), std::string::npos);
+  EXPECT_NE(softmax.find("m = block_reduce<true>(m, smem);"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace musacoder::data
