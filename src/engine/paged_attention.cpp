@@ -1,6 +1,7 @@
 #include "engine/paged_attention.h"
 
 #include "engine/paged_attention_cuda.h"
+#include "model/decoder.h"  // grouped_sdpa
 
 namespace musacoder::engine {
 namespace {
@@ -19,8 +20,7 @@ torch::Tensor context_slots_of(const torch::Tensor& block_tables, const torch::T
 // (T or B, H, D) x (S, Hkv, D) gathered -> SDPA in (B, H, T, D) layout.
 torch::Tensor sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                    const std::optional<torch::Tensor>& mask, bool causal, double scale) {
-  const bool gqa = q.size(1) != k.size(1);
-  return at::scaled_dot_product_attention(q, k, v, mask, 0.0, causal, scale, gqa);
+  return model::grouped_sdpa(q, k, v, mask.value_or(torch::Tensor()), causal, scale);
 }
 
 }  // namespace

@@ -57,9 +57,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
     // is_causal aligns to the top-left corner, so it is right only for a square score matrix.
     causal = causal && offset == 0 && T > 1;
   }
-  torch::Tensor out = at::scaled_dot_product_attention(
-      q, k, v, mask.defined() ? std::optional<torch::Tensor>(mask) : std::nullopt, /*dropout_p=*/0.0, causal,
-      /*scale=*/1.0 / std::sqrt(static_cast<double>(head_dim_)), /*enable_gqa=*/kv_heads_ != heads_);
+  torch::Tensor out = grouped_sdpa(q, k, v, mask, causal, 1.0 / std::sqrt(static_cast<double>(head_dim_)));
   return o_proj(out.transpose(1, 2).reshape({B, T, heads_ * head_dim_}));
 }
 
@@ -201,6 +199,20 @@ torch::Tensor packed_causal_mask(const torch::Tensor& sequence_ids) {
   torch::Tensor same = sequence_ids.unsqueeze(2) == sequence_ids.unsqueeze(1);  // (B, T, T)
   torch::Tensor causal = torch::ones({T, T}, sequence_ids.options().dtype(torch::kBool)).tril();
   return (same & causal).unsqueeze(1);
+}
+
+torch::Tensor grouped_sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                           const torch::Tensor& mask, bool causal, double scale) {
+  const int64_t groups = q.size(1) / k.size(1);
+  const std::optional<torch::Tensor> m = mask.defined() ? std::optional<torch::Tensor>(mask) : std::nullopt;
+  const bool flash_can_group = !mask.defined() && q.scalar_type() != torch::kFloat;
+  if (groups == 1 || !q.is_cuda() || flash_can_group) {
+    return at::scaled_dot_product_attention(q, k, v, m, /*dropout_p=*/0.0, causal, scale,
+                                            /*enable_gqa=*/groups > 1);
+  }
+  return at::scaled_dot_product_attention(q, k.repeat_interleave(groups, 1), v.repeat_interleave(groups, 1),
+                                          m,
+                                          /*dropout_p=*/0.0, causal, scale);
 }
 
 torch::Tensor packed_position_ids(const torch::Tensor& sequence_ids) {

@@ -130,6 +130,15 @@ torch::Tensor packed_causal_mask(const torch::Tensor& sequence_ids);
 // Positions restarting at 0 wherever sequence_ids changes along T: (B, T) int64.
 torch::Tensor packed_position_ids(const torch::Tensor& sequence_ids);
 
+// Scaled dot-product attention of q (B, H, T, D) over k, v (B, Hkv, S, D), Hkv dividing H (grouped-query
+// heads). mask: undefined, or (B or 1, 1, T, S) bool (true: attend). On CUDA, PyTorch's fused kernels take
+// grouped heads (enable_gqa) only in flash attention (bf16/fp16, no mask); anything else falls back to the
+// math backend, which keeps a (B, H, T, S) score matrix per layer for backward (30 GiB for a 135M model on
+// two 4096-token packed rows). There k and v are repeated to the query heads instead (exact), so the
+// memory-efficient kernel takes the mask.
+torch::Tensor grouped_sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                           const torch::Tensor& mask, bool causal, double scale);
+
 // Random weights as transformers' _init_weights makes them (torch::manual_seed(seed) first): norms 1, biases 0,
 // every other tensor N(0, initializer_range²).
 void init_like_transformers(Decoder& m, uint64_t seed, double initializer_range = 0.02);

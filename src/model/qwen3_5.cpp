@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "model/decoder.h"  // packed_causal_mask, packed_position_ids
+#include "model/decoder.h"  // packed_causal_mask, packed_position_ids, grouped_sdpa
 
 namespace musacoder::model {
 namespace {
@@ -86,9 +86,7 @@ torch::Tensor GatedAttentionImpl::forward(const torch::Tensor& x, const torch::T
     v = v_cache->narrow(2, 0, offset + T);
     causal = causal && offset == 0 && T > 1;  // is_causal aligns top-left: right only when square
   }
-  torch::Tensor out = at::scaled_dot_product_attention(
-      p.q, k, v, mask.defined() ? std::optional<torch::Tensor>(mask) : std::nullopt, /*dropout_p=*/0.0, causal,
-      /*scale=*/1.0 / std::sqrt(static_cast<double>(head_dim_)), /*enable_gqa=*/kv_heads_ != heads_);
+  torch::Tensor out = grouped_sdpa(p.q, k, v, mask, causal, 1.0 / std::sqrt(static_cast<double>(head_dim_)));
   return finish(out, p.gate);
 }
 

@@ -3,6 +3,7 @@
 // transformers builds it and its reference logits (hf_reference.py gpu), we load the checkpoint and compare
 // within bf16 tolerance, then both forwards are timed on the same batch shape. Skips without a GPU.
 #include <ATen/Context.h>
+#include <ATen/DeviceAccelerator.h>
 #include <execinfo.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -17,8 +18,9 @@
 #include <filesystem>
 
 #include "core/files.h"
-#include "process/subprocess.h"
 #include "model/checkpoint.h"
+#include "model/decoder.h"
+#include "process/subprocess.h"
 
 namespace musacoder::model {
 namespace {
@@ -61,6 +63,49 @@ class AnnounceTearDown : public ::testing::Environment {
   void TearDown() override { std::printf("GPU_RESULT step all tests done, main() returning\n"); }
 };
 const auto* const kAnnounce = ::testing::AddGlobalTestEnvironment(new AnnounceTearDown);
+
+// Packed training attention with grouped-query heads on CUDA: grouped_sdpa matches the fp32 CPU math
+// reference in bf16, and its backward keeps no (B, H, T, T) score matrix (the math fallback that enable_gqa
+// with a mask gets would hold 2 * 9 * 4096^2 * 2 bytes = 604 MB for this one layer; the memory-efficient
+// kernel needs a few MB).
+TEST(ModelGpu, GroupedSdpaWithAPackedMaskUsesNoScoreMatrix) {
+  if (!std::filesystem::exists("/dev/nvidiactl"))
+    GTEST_SKIP() << "skipped: no NVIDIA device (/dev/nvidiactl missing)";
+  if (!torch::cuda::is_available())
+    GTEST_SKIP() << "skipped: libtorch sees no CUDA device (CPU-only libtorch?)";
+  torch::manual_seed(0);
+  const int64_t B = 2, H = 9, Hkv = 3, T = 4096, D = 64;
+  auto opts = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kBFloat16);
+  torch::Tensor q = torch::randn({B, H, T, D}, opts).requires_grad_(true);
+  torch::Tensor k = torch::randn({B, Hkv, T, D}, opts).requires_grad_(true);
+  torch::Tensor v = torch::randn({B, Hkv, T, D}, opts).requires_grad_(true);
+  torch::Tensor seq = (torch::arange(T, torch::kLong) / 1000).unsqueeze(0).expand({B, T}).contiguous();
+  torch::Tensor mask = packed_causal_mask(seq.to(torch::kCUDA));
+  const double scale = 1.0 / 8.0;
+  torch::cuda::synchronize();
+  const auto before = at::accelerator::getDeviceStats(0).allocated_bytes[0].current;
+  at::accelerator::resetPeakStats(0);
+  torch::Tensor out = grouped_sdpa(q, k, v, mask, false, scale);
+  out.sum().backward();
+  torch::cuda::synchronize();
+  const auto peak = at::accelerator::getDeviceStats(0).allocated_bytes[0].peak - before;
+  std::printf(
+      "GPU_RESULT grouped_sdpa B=%ld H=%d Hkv=%d T=%ld: peak %.1f MB over the inputs (scores: %.1f MB)\n",
+      static_cast<long>(B), static_cast<int>(H), static_cast<int>(Hkv), static_cast<long>(T), peak / 1e6,
+      2.0 * B * H * T * T / 1e6);
+  EXPECT_LT(peak, 200'000'000);
+  // fp32 on the CPU (math, enable_gqa) on the first 512 positions of one row: the packed mask cuts there too
+  using torch::indexing::Slice;
+  const int64_t n = 512;
+  auto cpu = [&](const torch::Tensor& t) {
+    return t.detach().index({Slice(0, 1), Slice(), Slice(0, n)}).cpu().to(torch::kFloat);
+  };
+  torch::Tensor ref = grouped_sdpa(cpu(q), cpu(k), cpu(v),
+                                   packed_causal_mask(seq.index({Slice(0, 1), Slice(0, n)})), false, scale);
+  const double err = (cpu(out) - ref).abs().max().item<double>();
+  std::printf("GPU_RESULT grouped_sdpa bf16 vs fp32 CPU reference: max abs error %.4f\n", err);
+  EXPECT_LT(err, 0.03);
+}
 
 const std::filesystem::path kScript =
     std::filesystem::path(MUSACODER_SOURCE_DIR) / "tests/integration/model/hf_reference.py";
