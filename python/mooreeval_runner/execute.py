@@ -8,6 +8,7 @@ After the benchmark the candidate answers consistency calls (fresh inputs, repea
 inputs overwritten in place) that the orchestrator compares with the reference's answers
 for the same check seeds, and on request both sides re-measure with a second timing
 method. Run-time legality findings (guards.py, kernel_profile.py) go into the result."""
+import os
 import time
 import traceback
 
@@ -131,7 +132,6 @@ def _run_trials(model, task, job, device, watch=None):
 def _gate(job, announce, default):
     """Tells the orchestrator `announce` on the control pipe and waits for its next word on
     stdin. Without a control pipe (a manual run) the job's `default` answers."""
-    import os
     import sys
     if not job.get("control_fd"):
         return default
@@ -141,7 +141,6 @@ def _gate(job, announce, default):
 
 def _write_json(path, value):
     import json
-    import os
     if not path:
         return
     with open(path + ".tmp", "w", encoding="utf-8") as f:
@@ -157,18 +156,40 @@ def round_iters(job):
 
 def _timed(model, task, job, device, warmup=None):
     """Benchmarks forward on trial 0's inputs: one round, after `warmup` untimed calls (default the job's
-    warmup_iters). Returns (timing, output of the last timed call)."""
+    warmup_iters). Returns (timing, the output of one timed call drawn uniformly from the system's entropy), which
+    the caller checks: a candidate cannot tell which of its timed calls is checked, as it could the last one."""
     import torch
     inputs = _make_inputs(task, job["trial_seeds"][0], device)
-    last = [None]
+    warm = int(job["warmup_iters"]) if warmup is None else warmup
+    kept = _ReservoirOfOne(skip=warm)
 
     def call():
         with torch.no_grad():
-            last[0] = model(*inputs)
+            kept.offer(model(*inputs))
 
-    timing = benchmark(call, device, int(job["warmup_iters"]) if warmup is None else warmup, round_iters(job),
-                       bool(job.get("flush_l2", True)), bool(job.get("host_head_start", True)))
-    return timing, last[0]
+    timing = benchmark(call, device, warm, round_iters(job), bool(job.get("flush_l2", True)),
+                       bool(job.get("host_head_start", True)))
+    return timing, kept.value
+
+
+_urandom = os.urandom  # bound before any candidate code runs: patching os.urandom later does not reach it
+
+
+class _ReservoirOfOne:
+    """Keeps one of the values offered after the first `skip` (reservoir sampling: the n-th replaces the kept one
+    with probability 1/n), so each is kept with the same probability however many come (a timing loop may run
+    again). Holding a reference costs no copy."""
+
+    def __init__(self, skip):
+        self.skip, self.seen, self.value = skip, 0, None
+
+    def offer(self, value):
+        if self.skip > 0:
+            self.skip -= 1
+            return
+        self.seen += 1
+        if int.from_bytes(_urandom(8), "little") % self.seen == 0:  # bias below 2^-40 for any loop length
+            self.value = value
 
 
 _LATER_ROUND_WARMUP = 2
@@ -205,19 +226,23 @@ def _recheck_timing(model, task, job, device):
     return wall_clock_batch(call, sets, device, calls)
 
 
-def _after_timing(model, task, job, device, result):
+def _after_timing(model, task, job, device, result, round_output=None):
     """Publishes the first round's timing; then times another round ("bench": the orchestrator alternates the
     sides round by round, so that a machine slowed for a while stretches one round of each, not one whole
     side) or re-measures with the second method ("remeasure"), as often as the orchestrator asks. Each round's
-    timing is published alone; at exit result["timing"] merges them (merge_rounds)."""
+    timing is published alone; at exit result["timing"] merges them (merge_rounds). round_output(n, output)
+    receives the kept timed output (_timed) of each later round n (1, 2, ...)."""
     rounds = [result["timing"]]
     _write_json(job.get("timing_path"), {"timing": rounds[-1]})
     while True:
         answer = _gate(job, "timed", "exit")
         if answer == "bench":  # warm already: two untimed calls bring the caches back after the other side
             warmup = min(_LATER_ROUND_WARMUP, int(job["warmup_iters"]))
-            rounds.append(_timed(model, task, job, device, warmup)[0])
+            timing, last = _timed(model, task, job, device, warmup)
+            rounds.append(timing)
             _write_json(job.get("timing_path"), {"timing": rounds[-1]})
+            if round_output is not None:
+                round_output(len(rounds) - 1, last)
         elif answer == "remeasure":
             result["timing_recheck"] = _recheck_timing(model, task, job, device)
             _write_json(job.get("recheck_path"), result["timing_recheck"])
@@ -272,12 +297,11 @@ def run_reference(job):
 
 
 def _consistency_calls(model, task, job, device, watch, timed_output, before_profile, clock):
-    """Calls that must give the reference's answers too: the last timed call, fresh inputs,
+    """Calls that must give the reference's answers too: a timed call (_timed), fresh inputs,
     the same input objects again, the same objects overwritten in place, new objects (and on
     CUDA a profiled call). Outputs are kept, not cloned, until written: an output buffer
     that a later call overwrites shows as a mismatch. Returns (outputs, [{name, ref, index}],
     kernel profile or None)."""
-    import os
     import torch
     seeds = job.get("check_seeds", [])
     if len(seeds) < 3:
@@ -403,7 +427,8 @@ def run_candidate(job):
                     watch.findings.setdefault(rule, message)
             _finish_findings(result, watch)
             blocks.phase = "recheck"
-            _after_timing(model, task, job, device, result)
+
+            _after_timing(model, task, job, device, result, _RoundOutputs(job, outputs, labels, result))
     except CandidateError as e:
         return {"status": e.verdict, "message": str(e)}
     except TypeError as e:
@@ -414,6 +439,25 @@ def run_candidate(job):
         return _candidate_raised(e)
     _finish_findings(result, watch)
     return result
+
+
+class _RoundOutputs:
+    """One timed call of every timing round must give trial 0's answer, not only the first round's (which the
+    consistency calls check): each later round's output joins the consistency outputs, which are written again
+    (the orchestrator reads them after the exit). The outputs already written are copied first, as they were
+    then: a later round may overwrite a buffer that an earlier call returned."""
+
+    def __init__(self, job, outputs, labels, result):
+        self.path, self.labels, self.result = job.get("checks_path"), labels, result
+        self.outputs = [[t.detach().clone() for t in out] for out in outputs] \
+            if int(job.get("timing_rounds", 1)) > 1 else outputs
+
+    def __call__(self, n, out):
+        self.outputs.append([t.detach().clone() for t in flatten_outputs(out)])
+        self.result["checks"] = self.labels + [{"name": "timed_call_round_%d" % (n + 1), "ref": "trial", "index": 0}]
+        self.labels = self.result["checks"]
+        if self.path:
+            write_outputs(self.path, self.outputs)
 
 
 def _check_snapshot(watch, snapshot):

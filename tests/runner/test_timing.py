@@ -145,3 +145,29 @@ def test_merge_rounds_takes_the_median_of_the_rounds_medians():
     assert (merged["p10_ms"], merged["p90_ms"], merged["min_ms"], merged["iters"]) == (0.13, 0.30, 0.12, 51)
     assert merged["rounds_median_ms"] == [0.19, 0.14, 0.15]
     assert execute.merge_rounds(rounds[:2])["median_ms"] == pytest.approx(0.165)  # even: mean of the two
+
+
+def test_the_checked_timed_call_skips_the_warm_up_calls(monkeypatch):
+    from mooreeval_runner import execute
+    monkeypatch.setattr(execute, "_urandom", lambda n: bytes(n))  # 0: every timed call replaces the kept one
+    kept = execute._ReservoirOfOne(skip=2)
+    for value in ["warm-1", "warm-2", "t1", "t2", "t3"]:
+        kept.offer(value)
+    assert kept.value == "t3"
+    monkeypatch.setattr(execute, "_urandom", lambda n: (1).to_bytes(n, "little"))  # 1 % n == 0 only for n = 1
+    kept = execute._ReservoirOfOne(skip=2)
+    for value in ["warm-1", "warm-2", "t1", "t2", "t3"]:
+        kept.offer(value)
+    assert kept.value == "t1"
+
+
+def test_each_timed_call_is_checked_equally_often():
+    from mooreeval_runner import execute
+    counts = {}
+    for _ in range(6000):
+        kept = execute._ReservoirOfOne(skip=1)
+        for value in range(7):  # 0 is the warm-up call
+            kept.offer(value)
+        counts[kept.value] = counts.get(kept.value, 0) + 1
+    assert sorted(counts) == [1, 2, 3, 4, 5, 6]
+    assert all(800 < n < 1200 for n in counts.values()), counts  # 1000 each; outside: p < 1e-9
