@@ -85,7 +85,9 @@ Status load_models(RlRun& r) {
   eo.kv_cache_gb = r.o.kv_cache_gb;
   eo.kv_cache_memory_fraction = r.o.kv_cache_memory_fraction;
   eo.max_model_len = r.o.max_model_len;
-  eo.cuda_graphs = false;  // weights change in place every step; graphs would be recaptured anyway
+  // The update writes the weights in place (AdamW, the bf16 copy of its fp32 masters, MirrorPop's copies), so
+  // graphs captured in one step decode with the next step's weights (EngineCuda.GraphsCapturedBeforeAnInPlace…).
+  eo.cuda_graphs = r.o.rollout_cuda_graphs;
   auto engine_tok = tokenizer::Tokenizer::load(r.o.base_checkpoint / "tokenizer.json");  // the engine owns its copy
   if (!engine_tok.ok()) return engine_tok.status();
   auto stops = stop_ids(from, *r.policy, *r.tok);
