@@ -427,7 +427,6 @@ def run_candidate(job):
                     watch.findings.setdefault(rule, message)
             _finish_findings(result, watch)
             blocks.phase = "recheck"
-
             _after_timing(model, task, job, device, result, _RoundOutputs(job, outputs, labels, result))
     except CandidateError as e:
         return {"status": e.verdict, "message": str(e)}

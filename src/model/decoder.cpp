@@ -210,9 +210,8 @@ torch::Tensor grouped_sdpa(const torch::Tensor& q, const torch::Tensor& k, const
     return at::scaled_dot_product_attention(q, k, v, m, /*dropout_p=*/0.0, causal, scale,
                                             /*enable_gqa=*/groups > 1);
   }
-  return at::scaled_dot_product_attention(q, k.repeat_interleave(groups, 1), v.repeat_interleave(groups, 1),
-                                          m,
-                                          /*dropout_p=*/0.0, causal, scale);
+  const torch::Tensor k_all = k.repeat_interleave(groups, 1), v_all = v.repeat_interleave(groups, 1);
+  return at::scaled_dot_product_attention(q, k_all, v_all, m, /*dropout_p=*/0.0, causal, scale);
 }
 
 torch::Tensor packed_position_ids(const torch::Tensor& sequence_ids) {
