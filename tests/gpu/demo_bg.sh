@@ -49,6 +49,7 @@ if running; then echo "demo still running at t=${SECONDS}s"; else echo "demo exi
 # reports, curves) in one archive; no weights, no build scratch, no synthesized data.
 cp "$DEMO"/learning_demo.md "$DEMO"/learning_demo.json "$OUT"/ 2>/dev/null
 tar -C "$DEMO" -czf "$OUT/learning_demo.tgz" --exclude='*.safetensors' --exclude='*.pt' --exclude='*/scratch' \
-  --exclude='*/.work' --exclude='*/tasks' --exclude='checkpoint-*' . 2>/dev/null
+  --exclude='*/.work' --exclude='*/tasks' --exclude='checkpoint-*' --exclude='*/build-cache' \
+  --exclude='tokenizer.json' . 2>/dev/null
 tail -25 "$DEMO/driver.log"
 ls "$DEMO" "$DEMO/quickstart" 2>/dev/null | head -40
