@@ -190,7 +190,7 @@ def main():
     ap.add_argument("--rl-prompts", type=int, default=8)
     ap.add_argument("--rl-samples", type=int, default=8)
     ap.add_argument("--rl-learning-rate", type=float, default=2e-6)
-    ap.add_argument("--max-new-tokens", type=int, default=1536)
+    ap.add_argument("--max-new-tokens", type=int, default=3072, help="the rule teacher's CUDA answers run to ~3,000")
     ap.add_argument("--verify-workers", type=int, default=8)
     ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset of " + ",".join(VARIANTS))
     ap.add_argument("--bundled", action="store_true", help="also evaluate each RL model on the bundled suite")

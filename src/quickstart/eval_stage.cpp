@@ -41,7 +41,7 @@ kernelbench::EvalOptions eval_options(const QuickstartOptions& o, const fs::path
   e.samples = o.samples;
   e.turns = 1;
   e.sampling.temperature = o.temperature;
-  e.sampling.max_new_tokens = o.max_new_tokens;
+  e.sampling.max_new_tokens = max_new_tokens(o);
   e.prompt.target = o.backend == "cuda" ? prompts::Target::kCuda : prompts::Target::kCpu;
   e.seed = o.seed;
   e.out_dir = out;

@@ -107,6 +107,7 @@ Status validate(const QuickstartOptions& o) {
   if (o.sft_learning_rate < 0 || o.rl_learning_rate < 0)
     return invalid_argument("--learning-rate and --rl-learning-rate must be positive (0: the default)");
   if (o.max_seq_len < 256) return invalid_argument("--max-seq-len must be at least 256");
+  if (o.max_new_tokens < 0) return invalid_argument("--max-new-tokens must be positive (0: the default)");
   return Status::ok_status();
 }
 
@@ -118,6 +119,11 @@ double sft_learning_rate(const QuickstartOptions& o) {
 double rl_learning_rate(const QuickstartOptions& o) {
   if (o.rl_learning_rate > 0) return o.rl_learning_rate;
   return o.base_model.empty() ? 1e-4 : 2e-6;
+}
+
+int64_t max_new_tokens(const QuickstartOptions& o) {
+  if (o.max_new_tokens > 0) return o.max_new_tokens;
+  return o.backend == "cuda" ? 3072 : 1024;
 }
 
 }  // namespace musacoder::quickstart

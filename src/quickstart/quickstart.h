@@ -55,7 +55,8 @@ struct QuickstartOptions {
   // --- evaluation (first turn, held-out)
   int samples = 4;  // the k of Pass@k
   double temperature = 0.7;
-  int64_t max_new_tokens = 1024;
+  int64_t max_new_tokens =
+      0;  // 0: 1024 for cpu kernels, 3072 for cuda (the rule teacher's run to ~3,000 tokens)
   // --- machine
   int verify_workers = 2;
   std::filesystem::path build_cache;  // verifier build cache (empty: ~/.cache/mooreeval/builds)
@@ -84,6 +85,8 @@ Status validate(const QuickstartOptions& options);
 // The learning rates in effect (the options' unless 0: then the defaults above for the model's kind).
 double sft_learning_rate(const QuickstartOptions& options);
 double rl_learning_rate(const QuickstartOptions& options);
+// New tokens per answer in effect (the option's unless 0: then the default above for the backend).
+int64_t max_new_tokens(const QuickstartOptions& options);
 
 // Runs the whole loop; `log` receives one line per stage and the table at the end. Errors: the failing
 // stage's status with the stage named (a run that finished but did not learn is ok: see learning_failure).

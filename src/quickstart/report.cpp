@@ -62,6 +62,7 @@ nlohmann::json summary_json(const QuickstartOptions& o, const QuickstartResult& 
                       {"sft_learning_rate", sft_learning_rate(o)},
                       {"rl_steps", o.rl_steps},
                       {"rl_learning_rate", rl_learning_rate(o)},
+                      {"max_new_tokens", max_new_tokens(o)},
                       {"learned", r.learning_failure.empty()},
                       {"learning_failure", r.learning_failure},
                       {"points", nlohmann::json::array()},

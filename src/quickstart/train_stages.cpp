@@ -43,7 +43,7 @@ train::rl::RlOptions rl_options(const QuickstartOptions& o, const fs::path& base
   r.prompts_per_step = o.rl_prompts_per_step;
   r.max_turns = 2;
   r.temperature = o.temperature;
-  r.max_new_tokens = o.max_new_tokens;
+  r.max_new_tokens = max_new_tokens(o);
   r.learning_rate = rl_learning_rate(o);
   r.max_steps = o.rl_steps;
   r.seed = o.seed;

@@ -54,8 +54,8 @@ Command add_quickstart_command(CLI::App& app) {
   sub->add_option("--rl-steps", o->rl_steps, "GRPO steps")->capture_default_str();
   sub->add_option("--rl-prompts", o->rl_prompts_per_step, "GRPO groups per step")->capture_default_str();
   sub->add_option("--rl-samples", o->rl_samples_per_prompt, "GRPO group size (K)")->capture_default_str();
-  sub->add_option("--max-new-tokens", o->max_new_tokens, "tokens per answer (evaluation and RL)")
-      ->capture_default_str();
+  sub->add_option("--max-new-tokens", o->max_new_tokens,
+                  "tokens per answer, evaluation and RL (default: 1024 for cpu kernels, 3072 for cuda)");
   sub->add_option("--train-tasks", o->train_tasks, "synthesized training tasks (verified pairs)")
       ->capture_default_str();
   sub->add_option("--heldout-tasks", o->heldout_tasks, "held-out tasks")->capture_default_str();

@@ -54,6 +54,7 @@ TEST(Quickstart, ShortRunWritesEveryOutputAndFailsLoudlyWhenSftDidNotHelp) {
   EXPECT_EQ(summary["train_pairs"], 8);
   EXPECT_EQ(summary["heldout_tasks"], 2);
   EXPECT_EQ(summary["heldout_overlaps"], 0);
+  EXPECT_EQ(summary["max_new_tokens"], 128);  // the flag's value (the default depends on --backend)
   ASSERT_EQ(summary["points"].size(), 3u);
   for (const auto& p : summary["points"]) EXPECT_TRUE(fs::exists(p["report"].get<std::string>())) << p.dump();
   EXPECT_GT(fs::file_size(out / "curves.png"), 1000u);
@@ -68,6 +69,10 @@ TEST(Quickstart, BadInputExitsTwoWithAMessage) {
   ProcessResult r = quickstart({"--out", out.string(), "--backend", "tpu"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.stderr_text.find("--backend must be cpu or cuda"), std::string::npos) << r.stderr_text;
+  EXPECT_FALSE(fs::exists(out));
+  r = quickstart({"--out", out.string(), "--max-new-tokens", "-5"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.stderr_text.find("--max-new-tokens must be positive"), std::string::npos) << r.stderr_text;
   EXPECT_FALSE(fs::exists(out));
 
   fs::create_directories(out);
