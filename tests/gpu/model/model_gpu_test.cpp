@@ -93,7 +93,7 @@ TEST(ModelGpu, GroupedSdpaWithAPackedMaskUsesNoScoreMatrix) {
       "GPU_RESULT grouped_sdpa B=%ld H=%d Hkv=%d T=%ld: peak %.1f MB over the inputs (scores: %.1f MB)\n",
       static_cast<long>(B), static_cast<int>(H), static_cast<int>(Hkv), static_cast<long>(T), peak / 1e6,
       2.0 * B * H * T * T / 1e6);
-  EXPECT_LT(peak, 200'000'000);
+  EXPECT_LT(peak, 300'000'000);  // the mask as an additive bias (fp32: 134 MB), inputs repeated to 9 heads, grads
   // fp32 on the CPU (math, enable_gqa) on the first 512 positions of one row: the packed mask cuts there too
   using torch::indexing::Slice;
   const int64_t n = 512;
