@@ -17,6 +17,7 @@ DEMO=/tmp/learning_demo
 TREE=/tmp/mctree
 WAIT="${WAIT:-540}"
 mkdir -p "$OUT" "$DEMO"
+export PATH="$PATH:/opt/devdeps/usr/bin"  # the carried bubblewrap: the verifier sandboxes the model's kernels
 
 running() { pgrep -f "perf/learning_demo/run.py" >/dev/null; }
 
