@@ -123,6 +123,7 @@ TEST(EngineCuda, GraphsCapturedBeforeAnInPlaceWeightUpdateDecodeWithTheNewWeight
     EngineOptions o;
     o.cuda_graphs = graphs;
     o.max_model_len = 256;
+    o.kv_cache_gb = 1;  // two engines at once
     auto e = Engine::create(*model, std::nullopt, {}, o);
     EXPECT_TRUE(e.ok()) << e.status().to_string();
     return std::move(e).value();
