@@ -13,7 +13,8 @@
 #   quickstart       musacoder quickstart --backend cuda (QUICKSTART_ARGS)
 #   demo             perf/learning_demo/run.py (#27: SmolLM2 SFT + GRPO, the five-way ablation; DEMO_ARGS) into
 #                    /tmp/learning_demo (resumable on a warm machine); its tables come back in $OUT. The model
-#                    must be in build/models/smollm2-135m first (scripts/device_model_parts.sh)
+#                    must be in build/models/smollm2-135m first (scripts/device_model_parts.sh). A demo longer than
+#                    one call: tests/gpu/demo_bg.sh (detached, waited on call by call)
 #   build-eval       musacoder mooreeval musa_shim_gpu_tests (what demo, stability and musa need)
 #   build            the targets in BUILD_TARGETS, in one ninja call
 #   deltanet-tests   model_gpu_tests' DeltaRuleGpu.* and Qwen35Gpu.* (the kernels' correctness, bf16 parity)
