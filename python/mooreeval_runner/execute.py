@@ -427,7 +427,9 @@ def run_candidate(job):
                     watch.findings.setdefault(rule, message)
             _finish_findings(result, watch)
             blocks.phase = "recheck"
-            _after_timing(model, task, job, device, result, _RoundOutputs(job, outputs, labels, result))
+            later_rounds = _RoundOutputs(job, outputs, labels)
+            _after_timing(model, task, job, device, result, later_rounds.add)
+            later_rounds.publish(job, result)
     except CandidateError as e:
         return {"status": e.verdict, "message": str(e)}
     except TypeError as e:
@@ -443,20 +445,25 @@ def run_candidate(job):
 class _RoundOutputs:
     """One timed call of every timing round must give trial 0's answer, not only the first round's (which the
     consistency calls check): each later round's output joins the consistency outputs, which are written again
-    (the orchestrator reads them after the exit). The outputs already written are copied first, as they were
-    then: a later round may overwrite a buffer that an earlier call returned."""
+    once the rounds are over (the orchestrator reads them after the exit). The outputs already written are
+    copied first, as they were then: a later round may overwrite a buffer that an earlier call returned."""
 
-    def __init__(self, job, outputs, labels, result):
-        self.path, self.labels, self.result = job.get("checks_path"), labels, result
+    def __init__(self, job, outputs, labels):
         self.outputs = [[t.detach().clone() for t in out] for out in outputs] \
             if int(job.get("timing_rounds", 1)) > 1 else outputs
+        self.labels = list(labels)
+        self.first_new = len(self.labels)
 
-    def __call__(self, n, out):
+    def add(self, n, out):
         self.outputs.append([t.detach().clone() for t in flatten_outputs(out)])
-        self.result["checks"] = self.labels + [{"name": "timed_call_round_%d" % (n + 1), "ref": "trial", "index": 0}]
-        self.labels = self.result["checks"]
-        if self.path:
-            write_outputs(self.path, self.outputs)
+        self.labels.append({"name": "timed_call_round_%d" % (n + 1), "ref": "trial", "index": 0})
+
+    def publish(self, job, result):
+        if len(self.labels) == self.first_new:
+            return  # one round: the consistency outputs as written
+        result["checks"] = self.labels
+        if job.get("checks_path"):
+            write_outputs(job["checks_path"], self.outputs)
 
 
 def _check_snapshot(watch, snapshot):

@@ -17,12 +17,6 @@ torch::Tensor context_slots_of(const torch::Tensor& block_tables, const torch::T
   return torch::where(valid, slots, torch::zeros_like(slots));
 }
 
-// (T or B, H, D) x (S, Hkv, D) gathered -> SDPA in (B, H, T, D) layout.
-torch::Tensor sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                   const std::optional<torch::Tensor>& mask, bool causal, double scale) {
-  return model::grouped_sdpa(q, k, v, mask.value_or(torch::Tensor()), causal, scale);
-}
-
 }  // namespace
 
 void write_kv(torch::Tensor& k_pages, torch::Tensor& v_pages, const torch::Tensor& slots, const torch::Tensor& k,
@@ -41,7 +35,7 @@ torch::Tensor paged_decode_reference(const torch::Tensor& q, const torch::Tensor
   auto v = v_pages.view({-1, h, d}).index_select(0, slots).view({B, max_context, h, d}).transpose(1, 2);
   auto pos = torch::arange(max_context, context_lens.options().dtype(torch::kLong));
   auto mask = (pos.unsqueeze(0) < context_lens.to(torch::kLong).unsqueeze(1)).view({B, 1, 1, max_context});
-  auto out = sdpa(q.unsqueeze(2), k, v, mask, false, scale);  // (B, H, 1, D)
+  auto out = model::grouped_sdpa(q.unsqueeze(2), k, v, mask, false, scale);  // (B, H, 1, D)
   return out.squeeze(2);
 }
 
@@ -72,8 +66,8 @@ torch::Tensor prefill_attention(const torch::Tensor& q, const torch::Tensor& k_n
   const int64_t T = q.size(0), h = k_pages.size(2), d = k_pages.size(3);
   auto qh = q.transpose(0, 1).unsqueeze(0);  // (1, H, T, D)
   if (cached == 0) {
-    auto out = sdpa(qh, k_new.transpose(0, 1).unsqueeze(0), v_new.transpose(0, 1).unsqueeze(0), std::nullopt,
-                    T > 1, scale);
+    auto out = model::grouped_sdpa(qh, k_new.transpose(0, 1).unsqueeze(0), v_new.transpose(0, 1).unsqueeze(0),
+                                   torch::Tensor(), T > 1, scale);
     return out.squeeze(0).transpose(0, 1);
   }
   const int64_t S = cached + T;
@@ -83,7 +77,8 @@ torch::Tensor prefill_attention(const torch::Tensor& q, const torch::Tensor& k_n
   auto q_pos = torch::arange(cached, S, context_slots.options()).unsqueeze(1);
   auto k_pos = torch::arange(S, context_slots.options()).unsqueeze(0);
   auto mask = (k_pos <= q_pos).view({1, 1, T, S});
-  auto out = sdpa(qh, k.transpose(0, 1).unsqueeze(0), v.transpose(0, 1).unsqueeze(0), mask, false, scale);
+  auto out = model::grouped_sdpa(qh, k.transpose(0, 1).unsqueeze(0), v.transpose(0, 1).unsqueeze(0), mask,
+                                 false, scale);
   return out.squeeze(0).transpose(0, 1);
 }
 

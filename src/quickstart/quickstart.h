@@ -55,8 +55,7 @@ struct QuickstartOptions {
   // --- evaluation (first turn, held-out)
   int samples = 4;  // the k of Pass@k
   double temperature = 0.7;
-  int64_t max_new_tokens =
-      0;  // 0: 1024 for cpu kernels, 3072 for cuda (the rule teacher's run to ~3,000 tokens)
+  int64_t max_new_tokens = 0;  // 0: 1024 for cpu kernels, 3072 for cuda (the teacher's run to ~3,000)
   // --- machine
   int verify_workers = 2;
   std::filesystem::path build_cache;  // verifier build cache (empty: ~/.cache/mooreeval/builds)

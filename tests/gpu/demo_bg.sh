@@ -12,7 +12,7 @@
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 OUT="${OUT:-/tmp/demo-out}"
-BUILD="$ROOT/${BUILD_DIR:-build-gpu}"
+BUILD="$(cd "$ROOT" && realpath -m "${BUILD_DIR:-build-gpu}")"  # relative to the repository, or absolute
 DEMO=/tmp/learning_demo
 TREE=/tmp/mctree
 WAIT="${WAIT:-540}"

@@ -11,10 +11,10 @@
 #   enginebench      perf/engine_throughput (ours vs transformers generate; ENGINE_BATCHES)
 #   sftbench         perf/sft_throughput (ours vs an eager transformers loop)
 #   quickstart       musacoder quickstart --backend cuda (QUICKSTART_ARGS)
-#   demo             perf/learning_demo/run.py (#27: SmolLM2 SFT + GRPO, the five-way ablation; DEMO_ARGS) into
-#                    /tmp/learning_demo (resumable on a warm machine); its tables come back in $OUT. The model
-#                    must be in build/models/smollm2-135m first (scripts/device_model_parts.sh). A demo longer than
-#                    one call: tests/gpu/demo_bg.sh (detached, waited on call by call)
+#   demo             tests/gpu/demo_bg.sh: perf/learning_demo/run.py (#27: SmolLM2 SFT + GRPO, the five-way
+#                    ablation; DEMO_ARGS) detached into /tmp/learning_demo, waited on for what is left of the budget
+#                    (a later call, or demo_bg.sh alone, waits on it again); its tables come back in $OUT. The
+#                    model must be in build/models/smollm2-135m first (scripts/device_model_parts.sh)
 #   build-eval       musacoder mooreeval musa_shim_gpu_tests (what demo, stability and musa need)
 #   build            the targets in BUILD_TARGETS, in one ninja call
 #   deltanet-tests   model_gpu_tests' DeltaRuleGpu.* and Qwen35Gpu.* (the kernels' correctness, bf16 parity)
@@ -106,10 +106,7 @@ for step in $STEPS; do
     quickstart) run quickstart 560 "$BUILD"/tools/musacoder/musacoder quickstart --backend cuda --out "$OUT/quickstart" \
       --overwrite --no-progress ${QUICKSTART_ARGS:-}
       tail -30 "$OUT/quickstart.log" ;;
-    demo) run demo 560 python3 perf/learning_demo/run.py --musacoder "$BUILD"/tools/musacoder/musacoder \
-      --base-model "${DEMO_MODEL:-build/models/smollm2-135m}" --out /tmp/learning_demo ${DEMO_ARGS:-}
-      cp /tmp/learning_demo/learning_demo.md /tmp/learning_demo/learning_demo.json "$OUT"/ 2>/dev/null
-      tail -30 "$OUT/demo.log" ;;
+    demo) BUILD_DIR="$BUILD" WAIT=$(($(left) - 15)) OUT="$OUT" bash tests/gpu/demo_bg.sh ;;
     extra) run extra 560 bash -c "${EXTRA:-true}"
       cat "$OUT/extra.log" | tail -40 ;;
     *) echo "unknown step $step" ;;

@@ -65,12 +65,28 @@ TEST(PagedDecodeKernel, MatchesSdpaOnGatheredKv) {
 
 std::vector<std::vector<int32_t>> json_ids(const nlohmann::json& j) { return j.get<std::vector<std::vector<int32_t>>>(); }
 
+// The tiny checkpoints and transformers' greedy tokens of tests/integration/engine/engine_reference.py.
+Result<std::filesystem::path> engine_reference() {
+  return testing::cached_python_reference(
+      "engine", std::filesystem::path(MUSACODER_SOURCE_DIR) / "tests/integration/engine/engine_reference.py",
+      {"make"}, std::chrono::seconds(600));
+}
+
+std::vector<Request> greedy_requests(const std::vector<std::vector<int32_t>>& prompts,
+                                     int64_t max_new_tokens) {
+  std::vector<Request> rs;
+  for (const auto& p : prompts) {
+    Request r;
+    r.prompt_ids = p;
+    r.sampling.temperature = 0, r.sampling.max_new_tokens = max_new_tokens;
+    rs.push_back(r);
+  }
+  return rs;
+}
+
 TEST(EngineCuda, GreedyEqualsTransformersWithAndWithoutGraphs) {
   if (!have_cuda()) GTEST_SKIP() << "no CUDA device";
-  namespace fs = std::filesystem;
-  auto dir = testing::cached_python_reference(
-      "engine", fs::path(MUSACODER_SOURCE_DIR) / "tests/integration/engine/engine_reference.py", {"make"},
-      std::chrono::seconds(600));
+  auto dir = engine_reference();
   ASSERT_TRUE(dir.ok()) << dir.status().to_string();
   std::ifstream f(*dir / "qwen3" / "ref.json");
   auto ref = nlohmann::json::parse(f);
@@ -82,15 +98,9 @@ TEST(EngineCuda, GreedyEqualsTransformersWithAndWithoutGraphs) {
     o.max_model_len = 256;
     auto e = Engine::load(*dir / "qwen3", {"cuda", "float32"}, o);
     ASSERT_TRUE(e.ok()) << e.status().to_string();
-    std::vector<Request> rs;
-    for (const auto& p : prompts) {
-      Request r;
-      r.prompt_ids = p;
-      r.sampling.temperature = 0, r.sampling.max_new_tokens = static_cast<int64_t>(greedy[0].size());
-      rs.push_back(r);
-    }
     std::vector<std::vector<int32_t>> tokens;
-    for (const auto& out : (*e)->generate(rs)) tokens.push_back(out.samples.at(0).token_ids);
+    for (const auto& out : (*e)->generate(greedy_requests(prompts, static_cast<int64_t>(greedy[0].size()))))
+      tokens.push_back(out.samples.at(0).token_ids);
     const auto stats = (*e)->stats();
     std::printf("GPU_RESULT engine cuda graphs=%d steps=%ld graph_replays=%ld\n", graphs,
                 static_cast<long>(stats.steps), static_cast<long>(stats.cuda_graph_replays));
@@ -104,16 +114,12 @@ TEST(EngineCuda, GreedyEqualsTransformersWithAndWithoutGraphs) {
   }
 }
 
-
 // A trainer updates the weights in place between rollouts (train-rl: the optimizer's step and the bf16 copy of
 // its fp32 masters): graphs captured before the update must decode with the new weights, as an eager engine on
 // the same model does — so the rollouts need no recapture.
 TEST(EngineCuda, GraphsCapturedBeforeAnInPlaceWeightUpdateDecodeWithTheNewWeights) {
   if (!have_cuda()) GTEST_SKIP() << "no CUDA device";
-  namespace fs = std::filesystem;
-  auto dir = testing::cached_python_reference(
-      "engine", fs::path(MUSACODER_SOURCE_DIR) / "tests/integration/engine/engine_reference.py", {"make"},
-      std::chrono::seconds(600));
+  auto dir = engine_reference();
   ASSERT_TRUE(dir.ok()) << dir.status().to_string();
   std::ifstream f(*dir / "qwen3" / "ref.json");
   const auto prompts = json_ids(nlohmann::json::parse(f)["prompts"]);
@@ -129,13 +135,8 @@ TEST(EngineCuda, GraphsCapturedBeforeAnInPlaceWeightUpdateDecodeWithTheNewWeight
     return std::move(e).value();
   };
   auto greedy = [&](Engine& e) {
-    std::vector<Request> rs;
-    for (const auto& p : prompts) {
-      Request r;
-      r.prompt_ids = p;
-      r.sampling.temperature = 0, r.sampling.max_new_tokens = 24, r.sampling.ignore_eos = true;
-      rs.push_back(r);
-    }
+    std::vector<Request> rs = greedy_requests(prompts, 24);
+    for (auto& r : rs) r.sampling.ignore_eos = true;
     std::vector<Sample> out;
     for (auto& o : e.generate(rs)) out.push_back(o.samples.at(0));
     return out;

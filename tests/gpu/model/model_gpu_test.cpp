@@ -64,15 +64,19 @@ class AnnounceTearDown : public ::testing::Environment {
 };
 const auto* const kAnnounce = ::testing::AddGlobalTestEnvironment(new AnnounceTearDown);
 
+// Why the GPU tests cannot run here (nullptr: they can).
+const char* no_gpu() {
+  if (!std::filesystem::exists("/dev/nvidiactl")) return "skipped: no NVIDIA device (/dev/nvidiactl missing)";
+  if (!torch::cuda::is_available()) return "skipped: libtorch sees no CUDA device (CPU-only libtorch?)";
+  return nullptr;
+}
+
 // Packed training attention with grouped-query heads on CUDA: grouped_sdpa matches the fp32 CPU math
 // reference in bf16, and its backward keeps no (B, H, T, T) score matrix (the math fallback that enable_gqa
 // with a mask gets would hold 2 * 9 * 4096^2 * 2 bytes = 604 MB for this one layer; the memory-efficient
 // kernel needs a few MB).
 TEST(ModelGpu, GroupedSdpaWithAPackedMaskUsesNoScoreMatrix) {
-  if (!std::filesystem::exists("/dev/nvidiactl"))
-    GTEST_SKIP() << "skipped: no NVIDIA device (/dev/nvidiactl missing)";
-  if (!torch::cuda::is_available())
-    GTEST_SKIP() << "skipped: libtorch sees no CUDA device (CPU-only libtorch?)";
+  if (const char* why = no_gpu()) GTEST_SKIP() << why;
   torch::manual_seed(0);
   const int64_t B = 2, H = 9, Hkv = 3, T = 4096, D = 64;
   auto opts = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kBFloat16);
@@ -111,10 +115,7 @@ const std::filesystem::path kScript =
     std::filesystem::path(MUSACODER_SOURCE_DIR) / "tests/integration/model/hf_reference.py";
 
 TEST(ModelGpu, Qwen25Coder15BShapeBf16ParityAndTokensPerSecond) {
-  if (!std::filesystem::exists("/dev/nvidiactl"))
-    GTEST_SKIP() << "skipped: no NVIDIA device (/dev/nvidiactl missing)";
-  if (!torch::cuda::is_available())
-    GTEST_SKIP() << "skipped: libtorch sees no CUDA device (CPU-only libtorch?)";
+  if (const char* why = no_gpu()) GTEST_SKIP() << why;
   auto dir = TempDir::create("mc-model-gpu");
   ASSERT_TRUE(dir.ok());
   ProcessOptions o;
