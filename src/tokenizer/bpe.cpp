@@ -13,6 +13,12 @@ uint64_t pair_key(int32_t a, int32_t b) {
 
 }  // namespace
 
+bool is_byte_token(std::string_view token) {
+  auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F'); };
+  return token.size() == 6 && token.substr(0, 3) == "<0x" && hex(token[3]) && hex(token[4]) &&
+         token[5] == '>';
+}
+
 Result<BpeModel> BpeModel::from_json(const nlohmann::json& m) {
   if (!m.is_object() || m.value("type", std::string()) != "BPE") {
     return invalid_argument("tokenizer.json: model.type must be \"BPE\" (got " +
@@ -22,8 +28,6 @@ Result<BpeModel> BpeModel::from_json(const nlohmann::json& m) {
   if (m.contains("dropout") && !m["dropout"].is_null()) {
     return invalid_argument("tokenizer.json: BPE dropout is not supported");
   }
-  if (m.value("byte_fallback", false))
-    return invalid_argument("tokenizer.json: BPE byte_fallback is not supported");
   for (const char* k : {"continuing_subword_prefix", "end_of_word_suffix"}) {
     if (m.contains(k) && m[k].is_string() && !m[k].get<std::string>().empty()) {
       return invalid_argument(std::string("tokenizer.json: BPE ") + k + " is not supported");
@@ -42,6 +46,16 @@ Result<BpeModel> BpeModel::from_json(const nlohmann::json& m) {
     auto id = static_cast<int32_t>(it->get<int64_t>());
     bpe.vocab_[it.key()] = id;
     max_id = std::max(max_id, id);
+  }
+  // byte_fallback spells a missing character as its bytes' <0xXX> tokens, and with none of those in the vocab
+  // falls back to unk_token as a BPE without it does (transformers' GGUF converter sets it on byte-level
+  // vocabularies): accepted exactly when it cannot change an id.
+  if (m.value("byte_fallback", false)) {
+    for (const auto& [tok, id] : bpe.vocab_) {
+      if (is_byte_token(tok))
+        return invalid_argument("tokenizer.json: BPE byte_fallback with byte tokens (" + tok +
+                                ") is not supported");
+    }
   }
   bpe.id_to_token_.assign(static_cast<std::size_t>(max_id + 1), std::string());
   for (const auto& [tok, id] : bpe.vocab_) bpe.id_to_token_[id] = tok;

@@ -16,11 +16,15 @@
 
 namespace musacoder::tokenizer {
 
+// True for the <0xXX> tokens (two upper-case hex digits) of byte fallback.
+bool is_byte_token(std::string_view token);
+
 class BpeModel {
  public:
   // From tokenizer.json's "model" object (type "BPE"; merges as "a b" strings or [a, b] pairs).
-  // Rejects dropout, byte_fallback, continuing_subword_prefix / end_of_word_suffix (not used by these
-  // byte-level families) and merges whose parts or result are not in the vocab.
+  // Rejects dropout, continuing_subword_prefix / end_of_word_suffix (not used by these byte-level families),
+  // byte_fallback over a vocab with <0xXX> byte tokens (without them it changes nothing) and merges whose
+  // parts or result are not in the vocab.
   static Result<BpeModel> from_json(const nlohmann::json& model);
 
   // Token ids for one pre-token, already mapped to the byte-level alphabet. kInvalidArgument when a

@@ -12,7 +12,42 @@ bool is_space(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
 }
 
+// transformers' GGUF converter writes Sequence[ByteFallback, Fuse, Replace("▁", " "), ByteLevel] for
+// byte-level vocabularies; it decodes as ByteLevel does wherever every token is spelt in the byte alphabet
+// (Fuse then changes nothing, no token holds "▁") and none is a <0xXX> byte token (checked by
+// only_byte_level_tokens).
+bool is_converter_byte_level_sequence(const nlohmann::json& dec) {
+  if (dec.value("type", std::string()) != "Sequence" || !dec.contains("decoders")) return false;
+  const auto& d = dec["decoders"];
+  if (!d.is_array() || d.size() != 4) return false;
+  auto type = [&](std::size_t i) {
+    return d[i].is_object() ? d[i].value("type", std::string()) : std::string();
+  };
+  return type(0) == "ByteFallback" && type(1) == "Fuse" && type(2) == "Replace" && type(3) == "ByteLevel" &&
+         d[2].value("pattern", nlohmann::json()) == nlohmann::json{{"String", "\xE2\x96\x81"}} &&
+         d[2].value("content", std::string()) == " ";
+}
+
 }  // namespace
+
+Status Tokenizer::only_byte_level_tokens() const {
+  auto check = [&](const std::string& tok) -> Status {
+    for (std::size_t k = 0; k < tok.size();) {
+      if (alphabet_.byte_of(next_code_point(tok, k)) < 0 || is_byte_token(tok)) {
+        return invalid_argument(
+            "tokenizer.json: decoder Sequence[ByteFallback, Fuse, Replace, ByteLevel] is "
+            "supported where it equals ByteLevel, and token '" +
+            tok + "' is not spelt in the byte-level alphabet");
+      }
+    }
+    return {};
+  };
+  for (int32_t id = 0; id < static_cast<int32_t>(bpe_.size()); ++id) {
+    if (const std::string* tok = bpe_.id_to_token(id)) MC_RETURN_IF_ERROR(check(*tok));
+  }
+  for (const auto& a : added_) MC_RETURN_IF_ERROR(check(a.content));
+  return {};
+}
 
 Result<Tokenizer> Tokenizer::load(const std::filesystem::path& path, const TokenizerOptions& options) {
   std::filesystem::path file = std::filesystem::is_directory(path) ? path / "tokenizer.json" : path;
@@ -28,6 +63,7 @@ Result<Tokenizer> Tokenizer::from_json_text(std::string_view json_text, const To
   if (j.is_discarded() || !j.is_object()) return invalid_argument("tokenizer.json: not a JSON object");
   Tokenizer t;
   t.options_ = options;
+  bool converter_sequence = false;
   try {
     auto bpe = BpeModel::from_json(j.contains("model") ? j["model"] : nlohmann::json());
     if (!bpe.ok()) return bpe.status();
@@ -39,9 +75,11 @@ Result<Tokenizer> Tokenizer::from_json_text(std::string_view json_text, const To
     if (!pre.ok()) return pre.status();
     t.pre_tokenizer_ = std::move(*pre);
     const auto& dec = j.contains("decoder") ? j["decoder"] : nlohmann::json();
-    if (!dec.is_null() && dec.value("type", std::string()) != "ByteLevel") {
+    converter_sequence = is_converter_byte_level_sequence(dec);
+    if (!dec.is_null() && dec.value("type", std::string()) != "ByteLevel" && !converter_sequence) {
       return invalid_argument("tokenizer.json: decoder " + dec.value("type", std::string("?")) +
-                              " is not supported (ByteLevel)");
+                              " is not supported (ByteLevel, or Sequence[ByteFallback, Fuse, Replace(\"▁\", "
+                              "\" \"), ByteLevel])");
     }
     t.byte_level_decoder_ = !dec.is_null();
     t.vocab_size_ = static_cast<int32_t>(t.bpe_.size());
@@ -72,6 +110,7 @@ Result<Tokenizer> Tokenizer::from_json_text(std::string_view json_text, const To
   } catch (const nlohmann::json::exception& e) {
     return invalid_argument(std::string("tokenizer.json: ") + e.what());
   }
+  if (converter_sequence) MC_RETURN_IF_ERROR(t.only_byte_level_tokens());
   for (std::size_t i = 0; i < t.added_.size(); ++i) {
     t.added_by_first_byte_[static_cast<unsigned char>(t.added_[i].content[0])].push_back(i);
   }

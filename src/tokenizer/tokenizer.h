@@ -61,6 +61,9 @@ class Tokenizer {
 
  private:
   Tokenizer() = default;
+  // kInvalidArgument naming the first vocab or added token not spelt in the byte-level alphabet, or one that
+  // is a <0xXX> byte token: where the converter's decoder Sequence would decode differently from ByteLevel.
+  Status only_byte_level_tokens() const;
   // Appends the ids of a segment without added tokens.
   Status encode_plain(std::string_view text, std::vector<int32_t>& out) const;
   // Splits `text` on the added tokens whose `normalized` flag equals `normalized`; calls plain(segment) for

