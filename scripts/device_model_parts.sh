@@ -34,7 +34,8 @@ split_parts() {
   tail -c "+$((first + 1))" "$gguf_dir/$NAME" >"$out/part-2/gguf.ab"
   sha256sum "$gguf_dir/$NAME" | cut -d' ' -f1 >"$out/part-2/gguf.sha256"
   # The tokenizer as this machine's transformers converts it (a byte-level BPE); the device's transformers 5.17
-  # writes the same vocabulary as a BPE with byte_fallback, which src/tokenizer rejects. convert installs these.
+  # writes the same vocabulary with byte_fallback and a Sequence decoder (src/tokenizer loads both alike since
+  # 530c92c); carrying this one keeps the two machines' files identical. convert installs these.
   local model="$ROOT/build/models/smollm2-135m"
   [ -s "$model/tokenizer.json" ] || bash "$ROOT/scripts/fetch_models.sh" >/dev/null
   mkdir -p "$out/part-2/tokenizer"
