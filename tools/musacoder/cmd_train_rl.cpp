@@ -95,6 +95,13 @@ void add_run_flags(CLI::App* s, TrainRlFlags& f) {
   s->add_option("--kv-cache-gb", f.o.kv_cache_gb,
                 "engine KV cache in GiB (0: --kv-cache-memory-fraction on CUDA)")
       ->capture_default_str();
+  s->add_option(
+       "--update-batch-tokens", f.o.update_batch_tokens,
+       "padded tokens per forward of the update (rows x longest row); the groups' gradients add up to the "
+       "whole batch's")
+      ->capture_default_str();
+  s->add_flag("--gradient-checkpointing", f.o.gradient_checkpointing,
+              "recompute each layer in the update's backward");
   s->add_flag("!--no-rollout-cuda-graphs", f.o.rollout_cuda_graphs, "decode rollouts eagerly (no CUDA graphs)");
   s->add_option("--kv-cache-memory-fraction", f.o.kv_cache_memory_fraction,
                 "share of free GPU memory for the engine's KV cache (the update needs the rest)")

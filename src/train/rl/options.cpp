@@ -54,6 +54,8 @@ nlohmann::json to_json(const RlOptions& o) {
           {"kv_cache_gb", o.kv_cache_gb},
           {"kv_cache_memory_fraction", o.kv_cache_memory_fraction},
           {"max_model_len", o.max_model_len},
+          {"update_batch_tokens", o.update_batch_tokens},
+          {"gradient_checkpointing", o.gradient_checkpointing},
           {"save_steps", o.save_steps},
           {"save_total_limit", o.save_total_limit}};
 }
@@ -85,6 +87,7 @@ Status validate(const RlOptions& o) {
   if (o.clip_low < 0 || o.clip_low >= 1 || o.clip_high < 0) return invalid_argument("--clip-low in [0, 1), --clip-high >= 0");
   if (o.max_steps < 1) return invalid_argument("--max-steps must be >= 1");
   if (o.reward_env_workers < 1) return invalid_argument("--reward-env-workers must be >= 1");
+  if (o.update_batch_tokens < 1) return invalid_argument("--update-batch-tokens must be >= 1");
   if (o.kv_cache_gb < 0) return invalid_argument("--kv-cache-gb must be >= 0");
   if (!(o.kv_cache_memory_fraction > 0 && o.kv_cache_memory_fraction < 1)) {
     return invalid_argument("--kv-cache-memory-fraction must be in (0, 1)");

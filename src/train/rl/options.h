@@ -74,6 +74,9 @@ struct RlOptions {
   double kv_cache_memory_fraction =
       0.3;  // share of free GPU memory for the KV cache when kv_cache_gb is 0: the
             // policy's update needs the rest (the engine alone defaults to 0.85)
+  int64_t update_batch_tokens = 16384;  // padded tokens per forward of the update (rows × longest row); the
+                                        // gradients of the groups add up to the whole batch's
+  bool gradient_checkpointing = false;  // recompute each layer in the update's backward
   bool rollout_cuda_graphs = true;        // the engine replays decode steps from CUDA graphs: they read the
                                           // policy's weights where the update writes them (in place)
   int64_t max_model_len = 0;              // engine context for prompt + all turns (0: max_position_embeddings);

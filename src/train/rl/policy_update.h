@@ -44,18 +44,46 @@ using RowValues = std::vector<std::vector<double>>;
 // Row values laid out (B,T) for `batch` (0 in padding).
 std::vector<double> to_grid(const RowValues& v, const TokenBatch& batch);
 
-// Logprobs of every target under `model` (no graph). entropy: the same layout, when given.
-RowValues score_rows(model::Decoder& model, const TrainingForward& forward, const TokenBatch& batch,
-                     int64_t chunk_rows, RowValues* entropy = nullptr);
+// How the update's forwards are cut: rows go through the model in consecutive groups of at most
+// `micro_batch_tokens` padded tokens (rows × the group's longest row; a longer row goes alone), so memory is
+// bounded by the group, not the step's batch; logits in chunks of `chunk_rows` positions.
+struct ForwardShape {
+  int64_t chunk_rows = 1024;
+  int64_t micro_batch_tokens = 16384;
+  bool checkpoint = false;  // gradient checkpointing in the forward with grad
+};
+
+// The elements of v at the positions `keep`, in that order.
+template <typename T>
+std::vector<T> pick(const std::vector<T>& v, const std::vector<std::size_t>& keep) {
+  std::vector<T> out;
+  for (std::size_t i : keep) out.push_back(v[i]);
+  return out;
+}
+
+// The consecutive row groups of `rows` under `budget` padded tokens (as ForwardShape says).
+std::vector<std::vector<std::size_t>> micro_batches(const std::vector<RowTokens>& rows, int64_t budget);
+
+// Logprobs of every target under `model` (no graph), group by group. entropy: the same layout, when given.
+RowValues score_rows(model::Decoder& model, const TrainingForward& forward,
+                     const std::vector<RowTokens>& rows, const ForwardShape& shape,
+                     RowValues* entropy = nullptr);
 
 struct LossStats {
   double loss = 0, pg_loss = 0, kl = 0, clip_fraction = 0;
 };
 
-// One forward with grad, the RL loss, and its backward into the parameters' .grad (not the optimizer step).
-// old_logp / ref_logp: per row as from score_rows (ref_logp empty iff the KL coefficient is 0).
+// The RL loss over the whole batch and its backward into the parameters' .grad (not the optimizer step). The
+// loss's gradient ∂loss/∂logp comes from the whole batch (its aggregation spans rows); it is then pushed
+// through one forward with grad per row group, so .grad equals one whole-batch backward. `batch` is
+// make_token_batch of `rows`; logp: the current policy's scores (score_rows; old_logp itself before the first
+// optimizer step); old_logp / ref_logp: per row as from score_rows (ref_logp empty iff the KL coefficient is
+// 0).
 Result<LossStats> backward_policy_loss(model::Decoder& model, const TrainingForward& forward,
-                                       const TokenBatch& batch, const RowValues& old_logp, const RowValues& ref_logp,
-                                       const ::musacoder::rl::PolicyLossOptions& options, int64_t chunk_rows);
+                                       const std::vector<RowTokens>& rows, const TokenBatch& batch,
+                                       const RowValues& logp, const RowValues& old_logp,
+                                       const RowValues& ref_logp,
+                                       const ::musacoder::rl::PolicyLossOptions& options,
+                                       const ForwardShape& shape);
 
 }  // namespace musacoder::train::rl

@@ -18,6 +18,7 @@
 #include "train/common/metrics.h"
 #include "train/common/optimizer.h"
 #include "train/rl/conversation.h"
+#include "train/rl/policy_update.h"
 #include "train/rl/reward_env.h"
 #include "train/rl/task_set.h"
 #include "train/rl/trainer.h"
@@ -43,7 +44,7 @@ struct RlRun {
   bool mirror_ready = false; // the mirror holds a copy (taken at the schedule's start step)
   std::filesystem::path resume_checkpoint;
   std::optional<MetricsLogger> metrics;
-  int64_t chunk_rows = 1024;
+  ForwardShape shape;  // the update's forwards: micro-batches and checkpointing from the options
 };
 
 Status setup_run(RlRun& r);                      // setup.cpp

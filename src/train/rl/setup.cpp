@@ -75,6 +75,8 @@ Status load_models(RlRun& r) {
   r.policy.emplace(std::move(*policy));
   for (auto& p : (*r.policy)->parameters()) p.set_requires_grad(true);
   r.forward.emplace((*r.policy)->config());
+  r.shape.micro_batch_tokens = r.o.update_batch_tokens;
+  r.shape.checkpoint = r.o.gradient_checkpointing;
   if (r.o.kl_coef > 0) {
     auto ref = model::load_pretrained(r.o.base_checkpoint, mo);
     if (!ref.ok()) return ref.status();

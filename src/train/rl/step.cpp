@@ -162,13 +162,6 @@ Rows update_rows(const std::vector<Trajectory>& traj, const std::vector<SampleCr
   return rows;
 }
 
-template <typename T>
-std::vector<T> pick(const std::vector<T>& v, const std::vector<std::size_t>& keep) {
-  std::vector<T> out;
-  for (std::size_t i : keep) out.push_back(v[i]);
-  return out;
-}
-
 // --- MirrorPop -----------------------------------------------------------------------------------------------
 
 struct PopOutcome {
@@ -194,8 +187,8 @@ Result<PopOutcome> mirror_pop(RlRun& r, const Rows& rows, const TokenBatch& batc
     if (!m.ok()) return invalid_argument("MirrorPop (paper): " + m.status().message());
     keep = m.value();
   } else {
-    TokenBatch mb = make_token_batch(rows.tokens, (*r.mirror)->parameters().front().device());
-    const std::vector<double> mirror = to_grid(score_rows(*r.mirror, *r.forward, mb, r.chunk_rows), batch);
+    const std::vector<double> mirror =
+        to_grid(score_rows(*r.mirror, *r.forward, rows.tokens, r.shape), batch);
     auto div = mrl::sequence_divergence(logp, mirror, batch.mask, shape);
     if (!div.ok()) return invalid_argument("MirrorPop divergence: " + div.status().message());
     std::vector<mrl::SampleSignal> s;
@@ -228,10 +221,14 @@ Result<LossStats> update_policy(RlRun& r, const Rows& rows, const std::vector<st
                                 const RowValues& old_all, const RowValues& ref_all, double& grad_norm) {
   LossStats last;
   if (keep.empty()) return last;
-  TokenBatch batch = make_token_batch(pick(rows.tokens, keep), r.device);
+  const std::vector<RowTokens> kept = pick(rows.tokens, keep);
+  TokenBatch batch = make_token_batch(kept, r.device);
   const RowValues old = pick(old_all, keep), ref = ref_all.empty() ? RowValues() : pick(ref_all, keep);
   for (int e = 0; e < r.o.ppo_epochs; ++e) {
-    auto l = backward_policy_loss(*r.policy, *r.forward, batch, old, ref, loss_options(r.o), r.chunk_rows);
+    // Before the first optimizer step the policy is the one that scored old_logp.
+    const RowValues logp = e == 0 ? old : score_rows(*r.policy, *r.forward, kept, r.shape);
+    auto l =
+        backward_policy_loss(*r.policy, *r.forward, kept, batch, logp, old, ref, loss_options(r.o), r.shape);
     if (!l.ok()) return l.status();
     last = *l;
     r.opt->accumulate_grads();
@@ -388,8 +385,8 @@ Result<Scalars> run_step(RlRun& r) {
   PopOutcome pop;
   if (!rows.tokens.empty()) {
     TokenBatch batch = make_token_batch(rows.tokens, r.device);
-    old_logp = score_rows(*r.policy, *r.forward, batch, r.chunk_rows, &entropy);
-    if (r.reference) ref_logp = score_rows(*r.reference, *r.forward, batch, r.chunk_rows);
+    old_logp = score_rows(*r.policy, *r.forward, rows.tokens, r.shape, &entropy);
+    if (r.reference) ref_logp = score_rows(*r.reference, *r.forward, rows.tokens, r.shape);
     auto p = mirror_pop(r, rows, batch, old_logp);
     if (!p.ok()) return p.status();
     pop = std::move(*p);

@@ -172,7 +172,10 @@ TEST_F(Rl, OneUpdateLossAndGradientsEqualTorchReference) {
     }
   }
   TokenBatch batch = make_token_batch(rows, torch::kCPU);
-  RowValues old = score_rows(policy, fwd, batch, 5), ref = old;
+  ForwardShape shape;
+  shape.chunk_rows = 5;
+  const RowValues logp = score_rows(policy, fwd, rows, shape);
+  RowValues old = logp, ref = old;
   for (std::size_t r = 0; r < old.size();
        ++r) {  // behaviour and reference policies differ from the current one
     for (std::size_t t = 0; t < old[r].size(); ++t) {
@@ -184,7 +187,9 @@ TEST_F(Rl, OneUpdateLossAndGradientsEqualTorchReference) {
   lo.clip = {0.2, 0.28};
   lo.kl.coef = 0.04;
   for (auto& p : policy->parameters()) p.mutable_grad() = torch::Tensor();
-  auto stats = backward_policy_loss(policy, fwd, batch, old, ref, lo, /*chunk_rows=*/5);
+  ForwardShape one_row = shape;  // a budget below every row: one forward per row
+  one_row.micro_batch_tokens = 1;
+  auto stats = backward_policy_loss(policy, fwd, rows, batch, logp, old, ref, lo, one_row);
   ASSERT_TRUE(stats.ok()) << stats.status().to_string();
   EXPECT_GT(stats->clip_fraction, 0.0);  // the clipped branch is exercised
   auto grid = [&](const std::vector<double>& v) {
@@ -223,6 +228,27 @@ TEST_F(Rl, OneUpdateLossAndGradientsEqualTorchReference) {
     ++compared;
   }
   EXPECT_GT(compared, 10);
+  // The whole batch in one forward gives the same gradients as the three groups.
+  std::map<std::string, torch::Tensor> per_row;
+  for (auto& p : policy->named_parameters()) {
+    per_row[p.key()] = p.value().grad().clone();
+    p.value().mutable_grad() = torch::Tensor();
+  }
+  ASSERT_EQ(micro_batches(rows, shape.micro_batch_tokens).size(), 1u);
+  ASSERT_TRUE(backward_policy_loss(policy, fwd, rows, batch, logp, old, ref, lo, shape).ok());
+  for (auto& p : policy->named_parameters())
+    EXPECT_LT((p.value().grad() - per_row[p.key()]).abs().max().item<double>(), 1e-6) << p.key();
+}
+
+TEST(RlUpdate, MicroBatchesKeepRowsInOrderUnderThePaddedTokenBudget) {
+  std::vector<RowTokens> rows(4);
+  const std::size_t lens[] = {14, 9, 12, 40};  // 13, 8, 11 and 39 predicted positions
+  for (std::size_t r = 0; r < 4; ++r) rows[r].ids.assign(lens[r], 1);
+  using Groups = std::vector<std::vector<std::size_t>>;
+  EXPECT_EQ(micro_batches(rows, 30), (Groups{{0, 1}, {2}, {3}}));  // 2 × 13 fits, 3 × 13 does not; 39 alone
+  EXPECT_EQ(micro_batches(rows, 160), (Groups{{0, 1, 2, 3}}));     // 4 × 39
+  EXPECT_EQ(micro_batches(rows, 1), (Groups{{0}, {1}, {2}, {3}}));
+  EXPECT_TRUE(micro_batches({}, 10).empty());
 }
 
 // --- the full loop
