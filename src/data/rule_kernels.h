@@ -19,8 +19,7 @@ namespace musacoder::data {
 
 enum class KernelTarget { kCpu, kCuda };
 
-// The submission module (Python source) for `p` on `target`; `ext_name` names the extension
-// (unique per program and backend so builds can share a cache).
+// The submission module (Python source) for `p` on `target`; `ext_name` names the extension.
 std::string rule_solution(const Program& p, KernelTarget target, const std::string& ext_name);
 
 namespace rule {  // shared by the two code generators (rule_cpu.cpp, rule_cuda.cpp)

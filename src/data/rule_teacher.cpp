@@ -1,5 +1,4 @@
 // The rule-based teacher: the kernel from rule_kernels.h, with a short plan before it.
-#include <cctype>
 #include <string>
 
 #include "data/rule_kernels.h"
@@ -60,8 +59,9 @@ class RuleTeacher : public Teacher {
     if (r.program == nullptr) return invalid_argument("the rule teacher needs the task's operator program");
     if (r.target == prompts::Target::kMusa) return invalid_argument("the rule teacher writes cpu and cuda kernels");
     const KernelTarget t = r.target == prompts::Target::kCuda ? KernelTarget::kCuda : KernelTarget::kCpu;
-    std::string ext = "synth_" + std::string(prompts::target_name(r.target)) + "_";
-    for (char c : r.task_id) ext += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    // One name per backend: an answer holds nothing its prompt does not say (a task id there is a token a
+    // model trained on these pairs can only guess); MooreEval keys its builds by content, not by name.
+    const std::string ext = "fused_" + std::string(prompts::target_name(r.target));
     const std::string code = rule_solution(*r.program, t, ext);
     return std::vector<TeacherAnswer>{{prompts::render_answer(code, reasoning_ ? plan(*r.program, t) : "")}};
   }
