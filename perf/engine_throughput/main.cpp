@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
   std::string dir, dtype = "auto", device = "cuda";
   std::vector<int64_t> batches = {1, 16, 64, 256};
   int64_t prompt_len = 512, new_tokens = 512;
-  bool no_graphs = false;
+  bool no_graphs = false, no_fused = false;
   app.add_option("--model", dir)->required();
   app.add_option("--device", device)->capture_default_str();
   app.add_option("--dtype", dtype)->capture_default_str();
@@ -68,12 +68,15 @@ int main(int argc, char** argv) {
   app.add_option("--prompt-len", prompt_len)->capture_default_str();
   app.add_option("--new-tokens", new_tokens)->capture_default_str();
   app.add_flag("--no-cuda-graphs", no_graphs);
+  app.add_flag("--no-fused-ops", no_fused,
+               "the modules' ops instead of the fused norm / SiLU-mul / RoPE kernels");
   CLI11_PARSE(app, argc, argv);
   engine::EngineOptions o;
   o.max_num_seqs = *std::max_element(batches.begin(), batches.end());
   o.max_num_batched_tokens = 8192;
   o.max_model_len = prompt_len + new_tokens;
   o.cuda_graphs = !no_graphs;
+  o.fused_ops = !no_fused;
   auto e = engine::Engine::load(dir, {device, dtype}, o);
   if (!e.ok()) {
     std::fprintf(stderr, "engine_throughput: %s\n", e.status().to_string().c_str());

@@ -1,11 +1,12 @@
 """Engine throughput vs transformers' generate, side by side in one run (GPU machine).
 
   python3 perf/engine_throughput/run.py --engine build-gpu/perf/engine_throughput/engine_throughput \
-      [--batch-sizes 1,16,64,256] [--prompt-len 512] [--new-tokens 512] [--model DIR] [--json OUT]
+      [--batch-sizes 1,16,64,256] [--prompt-len 512] [--new-tokens 512] [--model DIR] [--json OUT] [--compare-unfused]
 
 Without --model: a random model of Qwen2.5-Coder-1.5B's shape in bf16 (saved to a temp dir). Both sides decode
 greedily with eos ignored: output tokens/s per batch size, and batch-1 decode as a fraction of the HBM bound
 (weight bytes / bandwidth per token). transformers: bf16, SDPA, static cache (cache_implementation="static").
+--compare-unfused: our engine once more with its modules' ops instead of the fused kernels (fused_ops_cuda.h).
 """
 import argparse
 import json
@@ -67,6 +68,8 @@ def main():
     p.add_argument("--new-tokens", type=int, default=512)
     p.add_argument("--skip-transformers", action="store_true")
     p.add_argument("--json")
+    p.add_argument("--compare-unfused", action="store_true",
+                   help="also run the engine with --no-fused-ops and print fused / unfused per batch")
     a = p.parse_args()
     batches = [int(b) for b in a.batch_sizes.split(",")]
     tmp = tempfile.mkdtemp(prefix="engine-bench-")
@@ -83,14 +86,8 @@ def main():
     torch.cuda.empty_cache()
     cmd = [a.engine, "--model", model_dir, "--batch-sizes", a.batch_sizes, "--prompt-len", str(a.prompt_len),
            "--new-tokens", str(a.new_tokens)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    sys.stderr.write(proc.stderr[-3000:])
-    ours = {}
-    for line in proc.stdout.splitlines():
-        if line.startswith("{"):
-            r = json.loads(line)
-            ours[r["batch"]] = r
-            print(json.dumps(r), flush=True)
+    ours, code = run_engine(cmd)
+    unfused = run_engine(cmd + ["--no-fused-ops"])[0] if a.compare_unfused else {}
     gpu = torch.cuda.get_device_name()
     bw = bandwidth(gpu)
     print(f"\n{gpu}, {weight_bytes / 1e9:.2f} GB of weights, prompt {a.prompt_len}, new {a.new_tokens}")
@@ -101,6 +98,11 @@ def main():
         ratio = o.get("tokens_per_s", 0) / h["tokens_per_s"] if h and o else float("nan")
         print(f"{b:>6} {o.get('tokens_per_s', float('nan')):>16.1f} {h.get('tokens_per_s', float('nan')):>19.1f} {ratio:>7.2f}")
         rows.append({"batch": b, "musacoder": o, "transformers": h, "ratio": ratio})
+        if b in unfused and o:
+            rows[-1]["musacoder_unfused"] = unfused[b]
+            print(f"{'':>6} unfused {unfused[b]['tokens_per_s']:>8.1f} tok/s: fused / unfused "
+                  f"{o['tokens_per_s'] / unfused[b]['tokens_per_s']:.2f}x, decode step "
+                  f"{unfused[b]['decode_step_s'] * 1e3:.2f} -> {o['decode_step_s'] * 1e3:.2f} ms")
     summary = {"gpu": gpu, "weight_bytes": weight_bytes, "rows": rows, "torch": torch.__version__,
                "transformers": transformers.__version__}
     if 1 in ours and bw:
@@ -114,7 +116,21 @@ def main():
     if a.json:
         with open(a.json, "w") as f:
             json.dump(summary, f, indent=1)
-    return proc.returncode
+    return code
+
+
+def run_engine(cmd):
+    """Our engine's JSON lines by batch size, and its exit code."""
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    sys.stderr.write(proc.stderr[-3000:])
+    out = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("{"):
+            r = json.loads(line)
+            r["fused_ops"] = "--no-fused-ops" not in cmd
+            out[r["batch"]] = r
+            print(json.dumps(r), flush=True)
+    return out, proc.returncode
 
 
 if __name__ == "__main__":

@@ -6,6 +6,9 @@
 #include "core/check.h"
 #include "engine/decode_graphs.h"
 #include "engine/paged_attention.h"
+#ifdef MUSACODER_ENGINE_CUDA
+#include "engine/fused_ops_cuda.h"
+#endif
 
 namespace musacoder::engine {
 
@@ -16,6 +19,43 @@ torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& cos, const tor
   auto rotated = torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
   return x * cos.unsqueeze(1) + rotated * sin.unsqueeze(1);
 }
+
+torch::Tensor norm(model::RMSNorm& n, torch::Tensor& h, const torch::Tensor& delta, bool fused) {
+#ifdef MUSACODER_ENGINE_CUDA
+  if (fused) return add_rms_norm_cuda(h, delta, n->weight, n->eps());
+#endif
+  MC_CHECK(!fused && "fused ops need a CUDA build");
+  if (delta.defined()) h = h + delta;
+  return n(h);
+}
+
+torch::Tensor rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin, bool fused) {
+#ifdef MUSACODER_ENGINE_CUDA
+  if (fused) return rope_cuda(x, cos, sin);
+#endif
+  MC_CHECK(!fused && "fused ops need a CUDA build");
+  return rotate(x, cos, sin);
+}
+
+namespace {
+
+bool fused_ops_built() {
+#ifdef MUSACODER_ENGINE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+torch::Tensor mlp(model::Mlp& m, const torch::Tensor& x, bool fused) {
+#ifdef MUSACODER_ENGINE_CUDA
+  if (fused) return m->down_proj(silu_mul_cuda(m->gate_proj(x), m->up_proj(x)));
+#endif
+  MC_CHECK(!fused && "fused ops need a CUDA build");
+  return m(x);
+}
+
+}  // namespace
 
 AttentionMixer::AttentionMixer(model::AttentionImpl* attention, const model::ModelConfig& c)
     : attn_(attention),
@@ -38,11 +78,11 @@ torch::Tensor AttentionMixer::forward(const torch::Tensor& x, const StepContext&
   auto k = attn_->k_proj(x).view({N, kv_heads_, head_dim_});
   auto v = attn_->v_proj(x).view({N, kv_heads_, head_dim_});
   if (attn_->q_norm) {
-    q = attn_->q_norm(q);
-    k = attn_->k_norm(k);
+    q = norm(attn_->q_norm, q, {}, ctx.fused_ops);
+    k = norm(attn_->k_norm, k, {}, ctx.fused_ops);
   }
-  q = rotate(q, ctx.cos, ctx.sin);
-  k = rotate(k, ctx.cos, ctx.sin);
+  q = rope(q, ctx.cos, ctx.sin, ctx.fused_ops);
+  k = rope(k, ctx.cos, ctx.sin, ctx.fused_ops);
   torch::Tensor& kp = cache.k(layer);
   torch::Tensor& vp = cache.v(layer);
   write_kv(kp, vp, ctx.slots, k, v);
@@ -99,6 +139,7 @@ ModelRunner::ModelRunner(model::Decoder model, std::vector<std::unique_ptr<Token
       options_(options),
       max_model_len_(max_model_len),
       device_(model_->model->embed_tokens->weight.device()) {
+  fused_ops_ = device_.is_cuda() && options_.fused_ops && fused_ops_built();
   model::RotaryEmbedding rope(model_->config());
   inv_freq_ = rope.inv_freq(0).to(device_);
   rope_scaling_ = rope.attention_scaling();
@@ -140,14 +181,17 @@ void ModelRunner::set_rope(StepContext& ctx, int64_t max_position) {
 
 torch::Tensor ModelRunner::forward_tokens(const torch::Tensor& ids, StepContext& ctx, const torch::Tensor& logits_rows) {
   auto& backbone = model_->model;
-  torch::Tensor h = backbone->embed_tokens(ids);
+  ctx.fused_ops = fused_ops_;
+  torch::Tensor h = backbone->embed_tokens(ids), delta;  // the residual stream and its pending update
   for (std::size_t i = 0; i < backbone->layers->size(); ++i) {
     auto layer = backbone->layers[i]->as<model::DecoderLayerImpl>();
-    h = h + mixers_[i]->forward(layer->input_layernorm(h), ctx, *pool_, static_cast<int>(i));
-    h = h + layer->mlp(layer->post_attention_layernorm(h));
+    delta = mixers_[i]->forward(norm(layer->input_layernorm, h, delta, fused_ops_), ctx, *pool_,
+                                static_cast<int>(i));
+    delta = mlp(layer->mlp, norm(layer->post_attention_layernorm, h, delta, fused_ops_), fused_ops_);
   }
-  if (logits_rows.defined()) h = h.index_select(0, logits_rows);
-  return torch::nn::functional::linear(backbone->norm(h), model_->output_weight()).to(torch::kFloat);
+  torch::Tensor x = norm(backbone->norm, h, delta, fused_ops_);  // row by row: selecting rows after is exact
+  if (logits_rows.defined()) x = x.index_select(0, logits_rows);
+  return torch::nn::functional::linear(x, model_->output_weight()).to(torch::kFloat);
 }
 
 torch::Tensor ModelRunner::step(const std::vector<SeqWork>& works) {

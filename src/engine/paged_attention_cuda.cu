@@ -5,6 +5,7 @@
 
 #include <cfloat>
 
+#include "engine/cuda_dtype.cuh"
 #include "engine/paged_attention_cuda.h"
 
 namespace musacoder::engine {
@@ -12,24 +13,6 @@ namespace {
 
 constexpr int kWarps = 4;
 constexpr int kMaxHeadDim = 256;
-
-__device__ __forceinline__ float to_float(float x) { return x; }
-__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-template <typename T>
-__device__ __forceinline__ T from_float(float x);
-template <>
-__device__ __forceinline__ float from_float<float>(float x) { return x; }
-template <>
-__device__ __forceinline__ __half from_float<__half>(float x) { return __float2half(x); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16(x); }
-
-__device__ __forceinline__ float warp_sum(float x) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
-  return x;
-}
 
 // One block: one (partition, head, sequence). VPL: head_dim / 32 values per lane.
 template <typename T, int VPL>

@@ -38,7 +38,13 @@ struct StepContext {
   torch::Tensor context_lens;  // (num_decode) int32, including the new token
   int64_t max_context = 0;     // host: the largest of context_lens
   bool use_decode_kernel = true;
+  bool fused_ops = false;  // the fused CUDA kernels for norms and RoPE (EngineOptions::fused_ops, on CUDA)
 };
+
+// The layer steps the mixers and the runner share: on the fused CUDA kernels when `fused`, else the modules'
+// own ops (the reference). norm: h += delta in place (when delta is defined), then the RMSNorm of h.
+torch::Tensor norm(model::RMSNorm& n, torch::Tensor& h, const torch::Tensor& delta, bool fused);
+torch::Tensor rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin, bool fused);
 
 class TokenMixer {
  public:

@@ -26,6 +26,7 @@ class RMSNormImpl : public torch::nn::Module {
   RMSNormImpl(int64_t dim, double eps);
   // x: (..., dim). Normalised in float32, cast back, then scaled (transformers' order).
   torch::Tensor forward(const torch::Tensor& x);
+  double eps() const { return eps_; }
   torch::Tensor weight;
 
  private:

@@ -1,9 +1,9 @@
-// The engine on CUDA: our paged decode kernel against SDPA over the gathered KV (fp32, fp16, bf16; several
-// head sizes, GQA ratios and contexts spanning several partitions), and the engine on a tiny Qwen3 model
-// (head_dim 32, so the kernel and CUDA graphs run) giving transformers' greedy tokens, with and without
-// graphs, and graphs captured before an in-place weight update (a trainer's step) decoding with the new
-// weights, and sampled logprobs of K samples sharing a prefill equal to a teacher-forced forward. Skips
-// without a GPU.
+// The engine on CUDA: the fused norm / SiLU·mul / RoPE kernels against the module ops, our paged decode
+// kernel against SDPA over the gathered KV (fp32, fp16, bf16; several head sizes, GQA ratios and contexts
+// spanning several partitions), and the engine on a tiny Qwen3 model (head_dim 32, so the kernel and CUDA
+// graphs run) giving transformers' greedy tokens, with and without graphs, and graphs captured before an
+// in-place weight update (a trainer's step) decoding with the new weights, and sampled logprobs of K samples
+// sharing a prefill equal to a teacher-forced forward. Skips without a GPU.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
@@ -14,8 +14,11 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
+#include "engine/fused_ops_cuda.h"
 #include "engine/paged_attention.h"
+#include "engine/token_mixer.h"
 #include "model/checkpoint.h"
+#include "model/decoder.h"
 #include "support/python_reference.h"
 
 namespace musacoder::engine {
@@ -64,6 +67,54 @@ TEST(PagedDecodeKernel, MatchesSdpaOnGatheredKv) {
     EXPECT_LE(err, c.tolerance) << c10::toString(c.dtype) << " D=" << c.head_dim;
   }
 }
+
+// The fused kernels against the module ops they replace, on the same inputs: float32 to rounding (1e-5),
+// float16 / bfloat16 to one unit in the last place of a few elements (the mean's summation order differs).
+#ifdef MUSACODER_ENGINE_CUDA
+TEST(FusedOps, EqualTheModuleOps) {
+  if (!have_cuda()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(11);
+  for (auto dtype : {torch::kFloat, torch::kHalf, torch::kBFloat16}) {
+    auto o = torch::TensorOptions().device(torch::kCUDA).dtype(dtype);
+    auto rel = [](const torch::Tensor& a, const torch::Tensor& b) {
+      return ((a.to(torch::kFloat) - b.to(torch::kFloat)).abs() / (b.to(torch::kFloat).abs() + 1e-2))
+          .max()
+          .item<double>();
+    };
+    const double tol = dtype == torch::kFloat ? 1e-5 : dtype == torch::kHalf ? 2e-3 : 1.6e-2;
+    for (int64_t C : {64, 576, 1536, 5120}) {
+      model::RMSNorm n(C, 1e-6);
+      n->to(torch::kCUDA, dtype);
+      {
+        torch::NoGradGuard no_grad;
+        n->weight.copy_(torch::rand({C}, o) + 0.5);
+      }
+      torch::Tensor h = torch::randn({37, C}, o), delta = torch::randn({37, C}, o);
+      const torch::Tensor sum = h + delta, want = n(sum);
+      torch::NoGradGuard no_grad;
+      const torch::Tensor got = add_rms_norm_cuda(h, delta, n->weight, 1e-6);
+      EXPECT_TRUE(torch::equal(h, sum)) << "the residual update is one rounded add";
+      EXPECT_LE(rel(got, want), tol) << c10::toString(dtype) << " C=" << C;
+      EXPECT_LE(rel(add_rms_norm_cuda(h, {}, n->weight, 1e-6), n(h)), tol) << "no delta";
+    }
+    torch::NoGradGuard no_grad;
+    torch::Tensor gate = torch::randn({9, 1536}, o) * 4, up = torch::randn({9, 1536}, o);
+    EXPECT_LE(rel(silu_mul_cuda(gate, up), torch::silu(gate) * up), tol) << c10::toString(dtype);
+    torch::Tensor x = torch::randn({13, 6, 64}, o),
+                  pos = torch::arange(13, o.dtype(torch::kFloat)).unsqueeze(1);
+    torch::Tensor inv = torch::pow(10000.0, -torch::arange(0, 64, 2, o.dtype(torch::kFloat)) / 64.0);
+    torch::Tensor emb = torch::cat({pos * inv, pos * inv}, -1);
+    torch::Tensor cos = emb.cos().to(dtype), sin = emb.sin().to(dtype);
+    EXPECT_LE(rel(rope_cuda(x, cos, sin), rotate(x, cos, sin)), tol) << c10::toString(dtype);
+    std::printf("GPU_RESULT fused ops %s: add_rms_norm, silu_mul, rope within %.3g of the module ops\n",
+                c10::toString(dtype), tol);
+  }
+}
+#else
+TEST(FusedOps, EqualTheModuleOps) {
+  GTEST_SKIP() << "no CUDA device (the fused kernels are built with CUDA libtorch)";
+}
+#endif
 
 std::vector<std::vector<int32_t>> json_ids(const nlohmann::json& j) { return j.get<std::vector<std::vector<int32_t>>>(); }
 

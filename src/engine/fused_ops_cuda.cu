@@ -1,0 +1,146 @@
+// The fused decoder-layer kernels; see fused_ops_cuda.h for what each computes.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "engine/cuda_dtype.cuh"
+#include "engine/fused_ops_cuda.h"
+
+namespace musacoder::engine {
+namespace {
+
+constexpr int kNormThreads = 256;
+constexpr int kElementThreads = 256;
+
+// One block per row: h ← round(h + delta), then the normalised row scaled by the weight.
+template <typename T>
+__global__ void __launch_bounds__(kNormThreads) add_rms_norm_kernel(FusedArgs a) {
+  T* h = static_cast<T*>(a.h) + blockIdx.x * a.cols;
+  const T* delta = a.delta ? static_cast<const T*>(a.delta) + blockIdx.x * a.cols : nullptr;
+  const T* w = static_cast<const T*>(a.weight);
+  T* out = static_cast<T*>(a.out) + blockIdx.x * a.cols;
+  float sq = 0.f;
+  for (int64_t c = threadIdx.x; c < a.cols; c += blockDim.x) {
+    float v = to_float(h[c]);
+    if (delta) {
+      v = round_to<T>(v + to_float(delta[c]));
+      h[c] = from_float<T>(v);
+    }
+    sq += v * v;
+  }
+  __shared__ float partial[kNormThreads / 32];
+  sq = warp_sum(sq);
+  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = sq;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    float s = threadIdx.x < kNormThreads / 32 ? partial[threadIdx.x] : 0.f;
+    s = warp_sum(s);
+    if (threadIdx.x == 0) partial[0] = s;
+  }
+  __syncthreads();
+  const float rstd = rsqrtf(partial[0] / static_cast<float>(a.cols) + a.eps);
+  for (int64_t c = threadIdx.x; c < a.cols; c += blockDim.x) {
+    const float n = round_to<T>(to_float(h[c]) * rstd);
+    out[c] = from_float<T>(to_float(w[c]) * n);
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kElementThreads) silu_mul_kernel(FusedArgs a) {
+  const T* gate = static_cast<const T*>(a.delta);
+  const T* up = static_cast<const T*>(a.weight);
+  T* out = static_cast<T*>(a.out);
+  const int64_t n = a.rows * a.cols;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float g = to_float(gate[i]);
+    const float s = round_to<T>(g / (1.0f + expf(-g)));
+    out[i] = from_float<T>(s * to_float(up[i]));
+  }
+}
+
+// One thread per (row, head, j < D/2): the pair (j, j + D/2) of one head.
+template <typename T>
+__global__ void __launch_bounds__(kElementThreads) rope_kernel(FusedArgs a) {
+  const T* x = static_cast<const T*>(a.h);
+  const T* cs = static_cast<const T*>(a.cos);
+  const T* sn = static_cast<const T*>(a.sin);
+  T* out = static_cast<T*>(a.out);
+  const int half = a.head_dim / 2;
+  const int64_t pairs_per_row = a.cols / 2, n = a.rows * pairs_per_row;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t row = i / pairs_per_row, k = i % pairs_per_row;
+    const int64_t head = k / half, j = k % half;
+    const int64_t base = row * a.cols + head * a.head_dim;
+    const float lo = to_float(x[base + j]), hi = to_float(x[base + j + half]);
+    const T* c = cs + row * a.head_dim;
+    const T* s = sn + row * a.head_dim;
+    out[base + j] = from_float<T>(round_to<T>(lo * to_float(c[j])) + round_to<T>(-hi * to_float(s[j])));
+    out[base + j + half] =
+        from_float<T>(round_to<T>(hi * to_float(c[j + half])) + round_to<T>(lo * to_float(s[j + half])));
+  }
+}
+
+unsigned grid_for(int64_t n) {
+  const int64_t blocks = (n + kElementThreads - 1) / kElementThreads;
+  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 ? 65535 : blocks));
+}
+
+template <template <typename> class Launch>
+int by_dtype(const FusedArgs& a, void* stream) {
+  auto s = static_cast<cudaStream_t>(stream);
+  switch (a.dtype) {
+    case 0:
+      Launch<float>::run(a, s);
+      break;
+    case 1:
+      Launch<__half>::run(a, s);
+      break;
+    case 2:
+      Launch<__nv_bfloat16>::run(a, s);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+template <typename T>
+struct NormLaunch {
+  static void run(const FusedArgs& a, cudaStream_t s) {
+    add_rms_norm_kernel<T><<<static_cast<unsigned>(a.rows), kNormThreads, 0, s>>>(a);
+  }
+};
+template <typename T>
+struct SiluMulLaunch {
+  static void run(const FusedArgs& a, cudaStream_t s) {
+    silu_mul_kernel<T><<<grid_for(a.rows * a.cols), kElementThreads, 0, s>>>(a);
+  }
+};
+template <typename T>
+struct RopeLaunch {
+  static void run(const FusedArgs& a, cudaStream_t s) {
+    rope_kernel<T><<<grid_for(a.rows * a.cols / 2), kElementThreads, 0, s>>>(a);
+  }
+};
+
+}  // namespace
+
+int add_rms_norm_launch(const FusedArgs& a, void* stream) {
+  if (a.rows < 1 || a.cols < 1 || a.rows > 2147483647) return a.rows == 0 ? 0 : cudaErrorInvalidValue;
+  return by_dtype<NormLaunch>(a, stream);
+}
+
+int silu_mul_launch(const FusedArgs& a, void* stream) {
+  if (a.rows * a.cols == 0) return 0;
+  return by_dtype<SiluMulLaunch>(a, stream);
+}
+
+int rope_launch(const FusedArgs& a, void* stream) {
+  if (a.head_dim < 2 || a.head_dim % 2 != 0 || a.cols % a.head_dim != 0) return cudaErrorInvalidValue;
+  if (a.rows * a.cols == 0) return 0;
+  return by_dtype<RopeLaunch>(a, stream);
+}
+
+}  // namespace musacoder::engine

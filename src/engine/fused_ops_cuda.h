@@ -1,0 +1,52 @@
+// Fused elementwise steps of a decoder layer for the engine's CUDA forwards (fused_ops_cuda.cu), one kernel
+// each where transformers' module ops run 2–9 — decode is bound by the number of kernels per layer, not by
+// bytes. Each equals its module op for op, with the same roundings to the element type:
+//   add_rms_norm  h ← h + delta (rounded; no delta: h unchanged), then out = w · round(h · rsqrt(mean(h²) +
+//   eps))
+//                 in float (model::RMSNormImpl); one block per row.
+//   silu_mul      out = round(round(silu(gate)) · up) (model::MlpImpl's silu(gate(x)) * up(x)).
+//   rope          out = round(round(x · cos) + round(rotate_half(x) · sin)), cos/sin (N, D) broadcast over
+//   the
+//                 heads of x (N, H, D) (the engine's rotate()).
+// The launchers take raw pointers so the .cu needs no libtorch headers; the libtorch wrappers below are
+// compiled with CUDA libtorch only (MUSACODER_ENGINE_CUDA).
+#pragma once
+
+#include <cstdint>
+
+namespace musacoder::engine {
+
+struct FusedArgs {
+  void* out = nullptr;           // add_rms_norm, silu_mul, rope: the result (contiguous)
+  void* h = nullptr;             // add_rms_norm: (rows, cols) updated in place when delta is given; rope: x
+  const void* delta = nullptr;   // add_rms_norm: (rows, cols) or null; silu_mul: gate
+  const void* weight = nullptr;  // add_rms_norm: (cols); silu_mul: up
+  const void* cos = nullptr;     // rope: (rows, head_dim)
+  const void* sin = nullptr;
+  int64_t rows = 0, cols = 0;  // add_rms_norm: rows × cols; silu_mul: rows × cols elements; rope: N × (H · D)
+  int head_dim = 0;            // rope
+  float eps = 0;
+  int dtype = 0;  // 0 float32, 1 float16, 2 bfloat16
+};
+
+// Each returns the cudaError_t of its launch (0: success). stream: a cudaStream_t.
+int add_rms_norm_launch(const FusedArgs& args, void* stream);
+int silu_mul_launch(const FusedArgs& args, void* stream);
+int rope_launch(const FusedArgs& args, void* stream);
+
+}  // namespace musacoder::engine
+
+#if defined(MUSACODER_ENGINE_CUDA) && !defined(__CUDACC__)
+#include <torch/torch.h>
+
+namespace musacoder::engine {
+// h (..., C) contiguous CUDA tensor, updated in place by delta (same shape) when delta is defined; weight
+// (C).
+torch::Tensor add_rms_norm_cuda(torch::Tensor& h, const torch::Tensor& delta, const torch::Tensor& weight,
+                                double eps);
+// gate, up: the same shape and dtype.
+torch::Tensor silu_mul_cuda(const torch::Tensor& gate, const torch::Tensor& up);
+// x (N, H, D); cos, sin (N, D) in x's dtype.
+torch::Tensor rope_cuda(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+}  // namespace musacoder::engine
+#endif
