@@ -8,7 +8,8 @@
 #   build-all        both lists in one ninja call
 #   train            train_gpu_tests (train-sft bf16 on CUDA against the CPU run)
 #   deltanet         perf/deltanet_kernels (ours vs transformers' torch fallback)
-#   enginebench      perf/engine_throughput (ours vs transformers generate; ENGINE_BATCHES)
+#   enginebench      perf/engine_throughput (ours vs transformers generate; ENGINE_BATCHES; ENGINE_ARGS, e.g.
+#                    "--compare-unfused" for the fused kernels against the modules' ops)
 #   sftbench         perf/sft_throughput (ours vs an eager transformers loop)
 #   quickstart       musacoder quickstart --backend cuda (QUICKSTART_ARGS)
 #   demo             tests/gpu/demo_bg.sh: perf/learning_demo/run.py (#27: SmolLM2 SFT + GRPO, the five-way
@@ -99,7 +100,7 @@ for step in $STEPS; do
     train) run train_gpu 300 "$BUILD"/tests/gpu/train/train_gpu_tests ;;
     deltanet) run deltanet 200 "$BUILD"/perf/deltanet_kernels/deltanet_kernels_bench --seq 4096 --iters 10 ;;
     enginebench) run enginebench 420 python3 perf/engine_throughput/run.py --batch-sizes "${ENGINE_BATCHES:-1,16,64,256}" \
-      --engine "$BUILD"/perf/engine_throughput/engine_throughput --json "$OUT/engine_bench.json"
+      --engine "$BUILD"/perf/engine_throughput/engine_throughput --json "$OUT/engine_bench.json" ${ENGINE_ARGS:-}
       tail -15 "$OUT/enginebench.log" ;;
     sftbench) run sftbench 420 bash perf/sft_throughput/run_sft_throughput.sh "$BUILD" ${SFT_ARGS:-}
       tail -8 "$OUT/sftbench.log" ;;
