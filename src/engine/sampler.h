@@ -36,6 +36,8 @@ struct SampledToken {
 uint32_t sample_key(uint64_t seed, int64_t step);
 // Seed of sample `index` of a request seeded with `seed`.
 uint64_t sample_seed(uint64_t seed, int index);
+// The uniform in (0, 1), strictly, of each 32-bit hash (int64 values in [0, 2^32)): its top 23 bits, centred.
+torch::Tensor uniform_of_hash(const torch::Tensor& h);
 
 class Sampler {
  public:

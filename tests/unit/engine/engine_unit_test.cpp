@@ -184,6 +184,37 @@ TEST(Sampler, UniformsAreDeterministicAndInRange) {
   EXPECT_NEAR(u1.mean().item<double>(), 0.5, 0.03);
   EXPECT_FALSE(torch::equal(u1[0], u1[1]));
   EXPECT_NE(sample_seed(42, 1), sample_seed(42, 2));
+  // The extreme hashes stay strictly inside (0, 1), so the race's −log(−log u) is finite for every token and
+  // a token the truncation removed (log q = −inf) can never win.
+  const std::vector<int64_t> hashes = {0, 1, (int64_t{1} << 32) - 512, (int64_t{1} << 32) - 256,
+                                       (int64_t{1} << 32) - 1};
+  auto edge = uniform_of_hash(torch::tensor(hashes, torch::kLong));
+  EXPECT_GT(edge.min().item<float>(), 0.0f);
+  EXPECT_LT(edge.max().item<float>(), 1.0f);
+  EXPECT_TRUE(torch::isfinite(torch::log(-torch::log(edge))).all().item<bool>());
+}
+
+// A drawn token always has q > 0, across enough draws over a large vocabulary that a hash at the top of the
+// range occurs (with the old 24-bit uniforms one draw in ~340 at this size picked a removed token).
+TEST(Sampler, TruncatedTokensAreNeverDrawnOverALargeVocabulary) {
+  const int64_t V = 49152;
+  Sampler s(V, torch::kCPU);
+  SamplingParams p;
+  p.temperature = 0.7, p.top_p = 0.95;
+  torch::manual_seed(0);
+  torch::Tensor logits = torch::randn({64, V}) * 0.5;
+  logits.narrow(1, 0, 4).add_(12.0);  // four tokens hold nearly all the mass: the rest is truncated
+  int64_t draws = 0;
+  for (int64_t step = 0; step < 16; ++step) {  // the old 24-bit uniforms drew a removed token at step 7
+    std::vector<SamplingRow> rows;
+    for (int r = 0; r < 64; ++r) rows.push_back({&p, sample_seed(7, r), step, nullptr});
+    for (const auto& t : s.sample(logits, rows)) {
+      ASSERT_LT(t.token, 4) << "step " << step;
+      ASSERT_TRUE(std::isfinite(t.logprob));
+      ++draws;
+    }
+  }
+  EXPECT_EQ(draws, 64 * 16);
 }
 
 TEST(Sampler, GreedyTopKTopPAndLogprobs) {
