@@ -1,9 +1,9 @@
-// The engine on CUDA: the fused norm / SiLU·mul / RoPE kernels against the module ops, our paged decode
-// kernel against SDPA over the gathered KV (fp32, fp16, bf16; several head sizes, GQA ratios and contexts
-// spanning several partitions), and the engine on a tiny Qwen3 model (head_dim 32, so the kernel and CUDA
-// graphs run) giving transformers' greedy tokens, with and without graphs, and graphs captured before an
-// in-place weight update (a trainer's step) decoding with the new weights, and sampled logprobs of K samples
-// sharing a prefill equal to a teacher-forced forward. Skips without a GPU.
+// The engine on CUDA: the fused norm / SiLU·mul / RoPE kernels against the module ops; our paged decode kernel
+// against SDPA over the gathered KV (fp32, fp16, bf16; several head sizes, GQA ratios and contexts spanning
+// several partitions); the engine on a tiny Qwen3 model (head_dim 32, so the kernel and CUDA graphs run) giving
+// transformers' greedy tokens with and without graphs; graphs captured before an in-place weight update (a
+// trainer's step) decoding with the new weights; and the raw logprobs of K samples sharing a prefill equal to a
+// teacher-forced forward. Skips without a GPU.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
