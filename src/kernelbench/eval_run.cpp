@@ -15,6 +15,16 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
+uint64_t turn_seed(uint64_t seed, const std::string& task_id, int sample, int turn) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
+  for (unsigned char c : task_id) h = (h ^ c) * 0x100000001b3ull;
+  uint64_t z = (seed * 1000000 + 1000 * static_cast<uint64_t>(sample) + static_cast<uint64_t>(turn)) ^ h;
+  z += 0x9E3779B97F4A7C15ull;  // splitmix64
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
 namespace {
 
 struct Chain {
@@ -56,7 +66,7 @@ TurnRecord run_turn(RunState& s, const Chain& c) {
   r.turn = c.next_turn;
   r.prompt_hash = conversation_hash(c.conversation);
   Sampling sampling = o.sampling;
-  sampling.seed = o.seed * 1000000 + 1000 * static_cast<uint64_t>(c.sample) + static_cast<uint64_t>(c.next_turn);
+  sampling.seed = turn_seed(o.seed, c.task->id, c.sample, c.next_turn);
   const auto t0 = Clock::now();
   Completion out = s.model.complete(c.conversation, sampling);
   r.generate_seconds = since(t0);

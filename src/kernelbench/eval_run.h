@@ -61,6 +61,11 @@ Result<nlohmann::json> run_eval(const Suite& suite, ModelClient& model, Scorer& 
 // Re-derives summary.json, summary.md and report.html of an out dir from its records (no model, no verifier).
 Result<nlohmann::json> write_reports(const Suite& suite, const std::filesystem::path& out_dir, const nlohmann::json& run);
 
+// The sampling seed of turn `turn` of sample `sample` of task `task_id` under the run's `seed`: splitmix64 of
+// (seed·10⁶ + 1000·sample + turn) xor FNV-1a(task_id) — the same run draws the same samples again, and the tasks'
+// samples are independent of one another.
+uint64_t turn_seed(uint64_t seed, const std::string& task_id, int sample, int turn);
+
 // The protocol block of run.json for these options.
 nlohmann::json protocol_json(const Suite& suite, const EvalOptions& options);
 

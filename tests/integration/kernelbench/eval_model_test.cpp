@@ -65,10 +65,13 @@ class ScriptedServer {
     json body = json::parse(req.body);
     const std::string prompt = body["messages"][1]["content"];
     const uint64_t seed = body["seed"];
-    const int sample = static_cast<int>(seed / 1000 % 1000), turn = static_cast<int>(seed % 1000);
     std::string task;
     for (const auto& [id, src] : sources_)
       if (prompt.find(src) != std::string::npos) task = id;
+    int sample = -1, turn = -1;  // which turn of which sample asks: the one whose seed this is (run seed 0)
+    for (int s = 0; s < 8; ++s)
+      for (int t = 1; t <= 4; ++t)
+        if (turn_seed(0, task, s, t) == seed) sample = s, turn = t;
     std::string content;
     if (task == "activation/sigmoid") return res.status = 500, void();
     if (task == "activation/gelu") return res.set_content("<html>bad gateway</html>", "text/html");
