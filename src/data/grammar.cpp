@@ -6,6 +6,7 @@
 #include <initializer_list>
 
 #include "core/check.h"
+#include "core/splitmix.h"
 
 namespace musacoder::data {
 namespace {
@@ -13,12 +14,7 @@ namespace {
 class Rng {
  public:
   explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
+  uint64_t next() { return splitmix64_next(state_); }
   int below(int n) { return static_cast<int>(next() % static_cast<uint64_t>(n)); }
   bool chance(int percent) { return below(100) < percent; }
   template <typename T>

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/splitmix.h"
+
 namespace musacoder::engine {
 namespace {
 
@@ -45,10 +47,7 @@ uint32_t sample_key(uint64_t seed, int64_t step) {
 
 uint64_t sample_seed(uint64_t seed, int index) {
   if (index == 0) return seed;
-  uint64_t z = seed + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(index);  // splitmix64
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  return splitmix64_mix(seed + kSplitMixGamma * static_cast<uint64_t>(index));
 }
 
 Sampler::Sampler(int64_t vocab_size, torch::Device device) : vocab_(vocab_size), device_(device) {

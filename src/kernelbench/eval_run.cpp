@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "core/files.h"
+#include "core/splitmix.h"
 #include "kernelbench/aggregate.h"
 #include "kernelbench/progress.h"
 #include "kernelbench/report.h"
@@ -18,11 +19,8 @@ using Clock = std::chrono::steady_clock;
 uint64_t turn_seed(uint64_t seed, const std::string& task_id, int sample, int turn) {
   uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
   for (unsigned char c : task_id) h = (h ^ c) * 0x100000001b3ull;
-  uint64_t z = (seed * 1000000 + 1000 * static_cast<uint64_t>(sample) + static_cast<uint64_t>(turn)) ^ h;
-  z += 0x9E3779B97F4A7C15ull;  // splitmix64
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  return splitmix64_mix(
+      ((seed * 1000000 + 1000 * static_cast<uint64_t>(sample) + static_cast<uint64_t>(turn)) ^ h) + kSplitMixGamma);
 }
 
 namespace {

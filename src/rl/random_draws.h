@@ -9,14 +9,13 @@
 #include <random>
 #include <vector>
 
+#include "core/splitmix.h"
+
 namespace musacoder::rl::detail {
 
 // SplitMix64 finaliser: turns (seed, counter) pairs into well-spread engine seeds.
 inline std::uint64_t mix_seed(std::uint64_t seed, std::uint64_t counter) {
-  std::uint64_t z = seed ^ (counter + 0x9E3779B97F4A7C15ull + (seed << 6) + (seed >> 2));
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  return splitmix64_mix(seed ^ (counter + kSplitMixGamma + (seed << 6) + (seed >> 2)));
 }
 
 // Uniform double in [0, 1) from the top 53 bits.

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/files.h"
+#include "core/splitmix.h"
 #include "core/text.h"
 #include "mooreeval/pipeline/eval_job.h"
 #include "mooreeval/pipeline/job_sandbox.h"
@@ -105,11 +106,8 @@ EvalSeeds Evaluator::draw_seeds(int trials) {
 
 uint64_t Evaluator::next_seed() {
   std::lock_guard<std::mutex> lock(mu_);
-  // splitmix64: well-spread seeds from a counter.
-  uint64_t z = (seed_state_ += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return (z ^ (z >> 31)) & 0x7FFFFFFFFFFFull;  // torch.manual_seed takes < 2**63
+  // well-spread seeds from a counter
+  return splitmix64_next(seed_state_) & 0x7FFFFFFFFFFFull;  // torch.manual_seed takes < 2**63
 }
 
 Result<json> Evaluator::probe_toolchain() {

@@ -3,16 +3,11 @@
 #include <map>
 
 #include "core/check.h"
+#include "core/splitmix.h"
 
 namespace musacoder::train::sft {
 namespace {
 
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 std::vector<MicroBatchPlan> group_rows(std::vector<PackedRow> rows, const std::vector<int64_t>& trained,
                                        int64_t rows_per_micro) {
@@ -32,7 +27,7 @@ std::vector<int64_t> shuffled_order(int64_t n, uint64_t seed, int64_t epoch) {
   for (int64_t i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
   uint64_t state = seed * 0x100000001b3ull + static_cast<uint64_t>(epoch);
   for (int64_t i = n - 1; i > 0; --i) {
-    const auto j = static_cast<int64_t>(splitmix64(state) % static_cast<uint64_t>(i + 1));
+    const auto j = static_cast<int64_t>(splitmix64_next(state) % static_cast<uint64_t>(i + 1));
     std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(j)]);
   }
   return order;
