@@ -135,8 +135,8 @@ struct EngineOptions {
   // -- speed (CUDA only)
   bool cuda_graphs = true;  // decode steps replayed from graphs captured per batch-size bucket
   std::vector<int64_t> cuda_graph_batch_sizes = {1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256};
-  bool fused_ops =
-      true;  // CUDA: fused RMSNorm, SiLU·mul and RoPE kernels (fused_ops_cuda.h); false: the modules' ops
+  // CUDA: fused RMSNorm, SiLU·mul and RoPE kernels (fused_ops_cuda.h); false: the modules' ops.
+  bool fused_ops = true;
   bool cuda_decode_kernel = true;  // our paged decode kernels (CUDA; CPU float32); false: SDPA over gathered KV
 };
 

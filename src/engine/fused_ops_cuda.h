@@ -1,13 +1,11 @@
 // Fused elementwise steps of a decoder layer for the engine's CUDA forwards (fused_ops_cuda.cu), one kernel
 // each where transformers' module ops run 2–9 — decode is bound by the number of kernels per layer, not by
 // bytes. Each equals its module op for op, with the same roundings to the element type:
-//   add_rms_norm  h ← h + delta (rounded; no delta: h unchanged), then out = w · round(h · rsqrt(mean(h²) +
-//   eps))
-//                 in float (model::RMSNormImpl); one block per row.
-//   silu_mul      out = round(round(silu(gate)) · up) (model::MlpImpl's silu(gate(x)) * up(x)).
+//   add_rms_norm  h ← round(h + delta) (no delta: h unchanged), then
+//                 out = w · round(h · rsqrt(mean(h²) + eps)) in float (model::RMSNormImpl); one block per row
+//   silu_mul      out = round(round(silu(gate)) · up) (model::MlpImpl's silu(gate(x)) * up(x))
 //   rope          out = round(round(x · cos) + round(rotate_half(x) · sin)), cos/sin (N, D) broadcast over
-//   the
-//                 heads of x (N, H, D) (the engine's rotate()).
+//                 the heads of x (N, H, D) (the engine's rotate())
 // The launchers take raw pointers so the .cu needs no libtorch headers; the libtorch wrappers below are
 // compiled with CUDA libtorch only (MUSACODER_ENGINE_CUDA).
 #pragma once
@@ -40,8 +38,8 @@ int rope_launch(const FusedArgs& args, void* stream);
 #include <torch/torch.h>
 
 namespace musacoder::engine {
-// h (..., C) contiguous CUDA tensor, updated in place by delta (same shape) when delta is defined; weight
-// (C).
+// h (..., C): a contiguous CUDA tensor, updated in place by delta (same shape) when delta is defined;
+// weight: (C).
 torch::Tensor add_rms_norm_cuda(torch::Tensor& h, const torch::Tensor& delta, const torch::Tensor& weight,
                                 double eps);
 // gate, up: the same shape and dtype.

@@ -2,16 +2,10 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include "engine/fused_ops_cuda.h"
+#include "engine/paged_attention_cuda.h"
 
 namespace musacoder::engine {
 namespace {
-
-int dtype_code(const torch::Tensor& t) {
-  TORCH_CHECK(t.scalar_type() == torch::kFloat || t.scalar_type() == torch::kHalf ||
-                  t.scalar_type() == torch::kBFloat16,
-              "fused ops: dtype must be float32, float16 or bfloat16");
-  return t.scalar_type() == torch::kFloat ? 0 : t.scalar_type() == torch::kHalf ? 1 : 2;
-}
 
 void check_launch(int err, const char* what) {
   TORCH_CHECK(err == 0, what, ": launch failed (cudaError ", err, ")");
@@ -42,7 +36,7 @@ torch::Tensor add_rms_norm_cuda(torch::Tensor& h, const torch::Tensor& delta, co
   a.weight = w.data_ptr();
   a.rows = C == 0 ? 0 : h.numel() / C, a.cols = C;
   a.eps = static_cast<float>(eps);
-  a.dtype = dtype_code(h);
+  a.dtype = kernel_dtype_code(h, "add_rms_norm_cuda");
   check_launch(add_rms_norm_launch(a, stream()), "add_rms_norm_cuda");
   return out;
 }
@@ -57,7 +51,7 @@ torch::Tensor silu_mul_cuda(const torch::Tensor& gate, const torch::Tensor& up) 
   a.delta = g.data_ptr();
   a.weight = u.data_ptr();
   a.rows = 1, a.cols = g.numel();
-  a.dtype = dtype_code(g);
+  a.dtype = kernel_dtype_code(g, "silu_mul_cuda");
   check_launch(silu_mul_launch(a, stream()), "silu_mul_cuda");
   return out;
 }
@@ -77,7 +71,7 @@ torch::Tensor rope_cuda(const torch::Tensor& x, const torch::Tensor& cos, const 
   a.sin = s.data_ptr();
   a.rows = N, a.cols = H * D;
   a.head_dim = static_cast<int>(D);
-  a.dtype = dtype_code(xc);
+  a.dtype = kernel_dtype_code(xc, "rope_cuda");
   check_launch(rope_launch(a, stream()), "rope_cuda");
   return out;
 }

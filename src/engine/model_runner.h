@@ -63,8 +63,8 @@ class ModelRunner {
   torch::Device device_;
   torch::Tensor inv_freq_;  // (head_dim / 2) float32 on the device
   double rope_scaling_ = 1.0;
-  bool fused_ops_ =
-      false;  // the fused CUDA kernels (fused_ops_cuda.h): on CUDA unless EngineOptions::fused_ops is off
+  // The fused CUDA kernels (fused_ops_cuda.h): on CUDA unless EngineOptions::fused_ops is off.
+  bool fused_ops_ = false;
   std::unique_ptr<DecodeGraphs> graphs_;  // CUDA builds, on CUDA, cuda_graphs on
   int64_t graph_replays_ = 0;
 };

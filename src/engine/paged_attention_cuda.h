@@ -46,6 +46,9 @@ namespace musacoder::engine {
 // the tensors' shapes (capturable in a CUDA graph). Runs on the current stream.
 torch::Tensor paged_decode_cuda(const torch::Tensor& q, const torch::Tensor& k_pages, const torch::Tensor& v_pages,
                                 const torch::Tensor& block_tables, const torch::Tensor& context_lens, double scale);
+// The launchers' dtype code of t (PagedDecodeArgs::dtype, FusedArgs::dtype): 0 float32, 1 float16, 2 bfloat16;
+// any other dtype fails a TORCH_CHECK whose message starts with `who`.
+int kernel_dtype_code(const torch::Tensor& t, const char* who);
 // Free memory of a CUDA device in bytes (cudaMemGetInfo, after emptying the caching allocator's cache).
 int64_t cuda_free_bytes(int device);
 }  // namespace musacoder::engine

@@ -38,13 +38,17 @@ torch::Tensor paged_decode_cuda(const torch::Tensor& q, const torch::Tensor& k_p
   a.head_dim = static_cast<int>(D), a.block_size = static_cast<int>(k_pages.size(1));
   a.max_blocks = static_cast<int>(tables.size(1)), a.partitions = static_cast<int>(partitions);
   a.scale = static_cast<float>(scale);
-  a.dtype = q.scalar_type() == torch::kFloat ? 0 : q.scalar_type() == torch::kHalf ? 1 : 2;
-  TORCH_CHECK(q.scalar_type() == torch::kFloat || q.scalar_type() == torch::kHalf ||
-                  q.scalar_type() == torch::kBFloat16,
-              "paged_decode_cuda: dtype must be float32, float16 or bfloat16");
+  a.dtype = kernel_dtype_code(q, "paged_decode_cuda");
   const int err = paged_decode_launch(a, c10::cuda::getCurrentCUDAStream().stream());
   TORCH_CHECK(err == 0, "paged_decode_cuda: launch failed (cudaError ", err, ")");
   return out;
+}
+
+int kernel_dtype_code(const torch::Tensor& t, const char* who) {
+  const auto s = t.scalar_type();
+  TORCH_CHECK(s == torch::kFloat || s == torch::kHalf || s == torch::kBFloat16, who,
+              ": dtype must be float32, float16 or bfloat16");
+  return s == torch::kFloat ? 0 : s == torch::kHalf ? 1 : 2;
 }
 
 int64_t cuda_free_bytes(int device) {

@@ -31,14 +31,14 @@ bool is_converter_byte_level_sequence(const nlohmann::json& dec) {
 }  // namespace
 
 Status Tokenizer::only_byte_level_tokens() const {
+  auto refuse = [](const std::string& tok, const char* why) {
+    return invalid_argument("tokenizer.json: decoder Sequence[ByteFallback, Fuse, Replace, ByteLevel] is "
+                            "supported where it equals ByteLevel, and token '" + tok + "' " + why);
+  };
   auto check = [&](const std::string& tok) -> Status {
+    if (is_byte_token(tok)) return refuse(tok, "is a <0xXX> byte token");
     for (std::size_t k = 0; k < tok.size();) {
-      if (alphabet_.byte_of(next_code_point(tok, k)) < 0 || is_byte_token(tok)) {
-        return invalid_argument(
-            "tokenizer.json: decoder Sequence[ByteFallback, Fuse, Replace, ByteLevel] is "
-            "supported where it equals ByteLevel, and token '" +
-            tok + "' is not spelt in the byte-level alphabet");
-      }
+      if (alphabet_.byte_of(next_code_point(tok, k)) < 0) return refuse(tok, "is not spelt in the byte-level alphabet");
     }
     return {};
   };

@@ -125,6 +125,12 @@ Result<std::filesystem::path> engine_reference() {
       {"make"}, std::chrono::seconds(600));
 }
 
+// The tiny Qwen3's ref.json in the engine reference: its prompts and transformers' greedy tokens.
+nlohmann::json qwen3_reference(const std::filesystem::path& dir) {
+  std::ifstream f(dir / "qwen3" / "ref.json");
+  return nlohmann::json::parse(f);
+}
+
 std::vector<Request> greedy_requests(const std::vector<std::vector<int32_t>>& prompts,
                                      int64_t max_new_tokens) {
   std::vector<Request> rs;
@@ -141,8 +147,7 @@ TEST(EngineCuda, GreedyEqualsTransformersWithAndWithoutGraphs) {
   if (!have_cuda()) GTEST_SKIP() << "no CUDA device";
   auto dir = engine_reference();
   ASSERT_TRUE(dir.ok()) << dir.status().to_string();
-  std::ifstream f(*dir / "qwen3" / "ref.json");
-  auto ref = nlohmann::json::parse(f);
+  const auto ref = qwen3_reference(*dir);
   const auto prompts = json_ids(ref["prompts"]), greedy = json_ids(ref["greedy"]);
   std::vector<std::vector<std::vector<int32_t>>> runs;
   for (bool graphs : {true, false}) {
@@ -174,8 +179,7 @@ TEST(EngineCuda, GraphsCapturedBeforeAnInPlaceWeightUpdateDecodeWithTheNewWeight
   if (!have_cuda()) GTEST_SKIP() << "no CUDA device";
   auto dir = engine_reference();
   ASSERT_TRUE(dir.ok()) << dir.status().to_string();
-  std::ifstream f(*dir / "qwen3" / "ref.json");
-  const auto prompts = json_ids(nlohmann::json::parse(f)["prompts"]);
+  const auto prompts = json_ids(qwen3_reference(*dir)["prompts"]);
   auto model = model::load_pretrained(*dir / "qwen3", {"cuda", "float32"});
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   auto engine_with = [&](bool graphs) {
@@ -274,8 +278,7 @@ TEST(EngineCuda, SampledRawLogprobsEqualTeacherForcingWithSharedPrefixes) {
   if (!have_cuda()) GTEST_SKIP() << "no CUDA device";
   auto dir = engine_reference();
   ASSERT_TRUE(dir.ok()) << dir.status().to_string();
-  std::ifstream f(*dir / "qwen3" / "ref.json");
-  const auto ref_prompts = json_ids(nlohmann::json::parse(f)["prompts"]);
+  const auto ref_prompts = json_ids(qwen3_reference(*dir)["prompts"]);
   std::vector<std::vector<int32_t>> prompts;
   for (std::size_t i = 0; i < 12; ++i) prompts.push_back(ref_prompts[i % ref_prompts.size()]);
   auto model = model::load_pretrained(*dir / "qwen3", {"cuda", "float32"});
