@@ -1,6 +1,6 @@
 // Fused elementwise steps of a decoder layer for the engine's CUDA forwards (fused_ops_cuda.cu), one kernel
-// each where transformers' module ops run 2–9 — decode is bound by the number of kernels per layer, not by
-// bytes. Each equals its module op for op, with the same roundings to the element type:
+// each where transformers' module ops run 2–9: a decode step's time, flat in the batch, points at the number of
+// kernels per layer (docs/engine.md). Each equals its module op for op, with the same roundings to the element type:
 //   add_rms_norm  h ← round(h + delta) (no delta: h unchanged), then
 //                 out = w · round(h · rsqrt(mean(h²) + eps)) in float (model::RMSNormImpl); one block per row
 //   silu_mul      out = round(round(silu(gate)) · up) (model::MlpImpl's silu(gate(x)) * up(x))
