@@ -1,7 +1,9 @@
 // engine_throughput --model DIR --batch-sizes 1,16,64,256 --prompt-len 512 --new-tokens 512: for each batch
 // size, B requests of random prompt ids (greedy, eos ignored) submitted at once; prints one JSON line per
 // batch size with output tokens/s, the time to the last first token (prefill) and the per-step decode time.
-// A warm-up round per batch size (16 new tokens) captures its CUDA graph first.
+// A warm-up round per batch size (16 new tokens) captures its CUDA graph first. --trace-dir DIR: after the
+// timed run, one more run of --trace-tokens new tokens per batch size under the PyTorch profiler, saved as
+// DIR/engine_b<B>.json (perf/common/trace_summary.py --per <trace-tokens> reads it per decode step).
 #include <ATen/Context.h>
 #include <torch/cuda.h>
 
@@ -15,6 +17,7 @@
 #include <tuple>
 
 #include "engine/engine.h"
+#include "profile_trace.h"
 
 using namespace musacoder;
 using Clock = std::chrono::steady_clock;
@@ -61,6 +64,8 @@ int main(int argc, char** argv) {
   std::vector<int64_t> batches = {1, 16, 64, 256};
   int64_t prompt_len = 512, new_tokens = 512;
   bool no_graphs = false, no_fused = false;
+  std::string trace_dir;
+  int64_t trace_tokens = 32;
   app.add_option("--model", dir)->required();
   app.add_option("--device", device)->capture_default_str();
   app.add_option("--dtype", dtype)->capture_default_str();
@@ -70,6 +75,9 @@ int main(int argc, char** argv) {
   app.add_flag("--no-cuda-graphs", no_graphs);
   app.add_flag("--no-fused-ops", no_fused,
                "the modules' ops instead of the fused norm / SiLU-mul / RoPE kernels");
+  app.add_option("--trace-dir", trace_dir, "also trace a short run per batch size with the PyTorch profiler");
+  app.add_option("--trace-tokens", trace_tokens, "new tokens of the traced run")
+      ->check(CLI::Range(2, 100000));
   CLI11_PARSE(app, argc, argv);
   engine::EngineOptions o;
   o.max_num_seqs = *std::max_element(batches.begin(), batches.end());
@@ -104,6 +112,10 @@ int main(int argc, char** argv) {
       j[std::string("host_ms_per_step_") + name] = 1e3 * (z - a) / steps;
     std::printf("%s\n", j.dump().c_str());
     std::fflush(stdout);
+    if (!trace_dir.empty()) {
+      perf::ProfileTrace trace(trace_dir + "/engine_b" + std::to_string(b) + ".json", device != "cpu");
+      run(**e, b, prompt_len, trace_tokens, 3);
+    }
   }
   return 0;
 }

@@ -1,14 +1,24 @@
 #!/usr/bin/env bash
 # SFT throughput, ours vs an eager transformers loop, side by side in one run (GPU machine):
 #   cmake --build BUILD --target sft_throughput_bench && bash perf/sft_throughput/run_sft_throughput.sh BUILD
-# Extra arguments go to both programs (e.g. --layers 4 for a quick look).
+# Extra arguments go to both programs (e.g. --layers 4 for a quick look). TRACE_DIR=DIR: each program also traces
+# two steps with the PyTorch profiler (DIR/sft_{musacoder,transformers}[_ckpt].json) and the GPU kernel summary of
+# each (perf/common/trace_summary.py --per 2) is printed after the table.
 set -uo pipefail
 BUILD="${1:-build}"; shift || true
 here="$(cd "$(dirname "$0")" && pwd)"
 results=()
+traces=()
 for ckpt in "" "--gradient-checkpointing"; do
-  results+=("$("$BUILD"/perf/sft_throughput/sft_throughput_bench $ckpt "$@" | tail -1)")
-  results+=("$(python3 "$here"/sft_throughput_reference.py $ckpt "$@" | tail -1)")
+  ours=() ref=()
+  if [ -n "${TRACE_DIR:-}" ]; then
+    mkdir -p "$TRACE_DIR"
+    suffix="${ckpt:+_ckpt}"
+    ours=(--trace "$TRACE_DIR/sft_musacoder$suffix.json") ref=(--trace "$TRACE_DIR/sft_transformers$suffix.json")
+    traces+=("${ours[1]}" "${ref[1]}")
+  fi
+  results+=("$("$BUILD"/perf/sft_throughput/sft_throughput_bench $ckpt "${ours[@]}" "$@" | tail -1)")
+  results+=("$(python3 "$here"/sft_throughput_reference.py $ckpt "${ref[@]}" "$@" | tail -1)")
 done
 printf '%s\n' "${results[@]}"
 python3 - "${results[@]}" <<'PY'
@@ -23,3 +33,7 @@ for ck in (False, True):
     if ours and ref:
         print(f"checkpointing={ck}: ours/transformers tokens/s = {ours[0]['tokens_per_second'] / ref[0]['tokens_per_second']:.2f}x")
 PY
+for t in "${traces[@]}"; do
+  echo "== $t"
+  python3 "$here"/../common/trace_summary.py "$t" --per 2 --top 20
+done

@@ -1,8 +1,9 @@
-// SFT training throughput of our step (TrainingForward + chunked LM-head cross-entropy + fp32-master fused AdamW)
-// on a randomly initialised model of a given shape (default Qwen2.5-Coder-1.5B), one GPU, bf16.
-// Prints one JSON line per configuration: tokens/s, MFU (vs --peak-tflops), peak allocated memory.
-// The PyTorch/transformers eager baseline is sft_throughput_reference.py; run_sft_throughput.sh runs both and
-// prints them side by side.
+// SFT training throughput of our step (TrainingForward + chunked LM-head cross-entropy + fp32-master fused
+// AdamW) on a randomly initialised model of a given shape (default Qwen2.5-Coder-1.5B), one GPU, bf16. Prints
+// one JSON line per configuration: tokens/s, MFU (vs --peak-tflops), peak allocated memory. The
+// PyTorch/transformers eager baseline is sft_throughput_reference.py; run_sft_throughput.sh runs both and
+// prints them side by side. --trace FILE: two more steps under the PyTorch profiler after the timed ones
+// (perf/common/trace_summary.py FILE --per 2 reads it per step).
 #include <ATen/DeviceAccelerator.h>
 #include <torch/torch.h>
 
@@ -11,6 +12,7 @@
 #include <cstdio>
 
 #include "model/decoder.h"
+#include "profile_trace.h"
 #include "train/common/forward.h"
 #include "train/common/lm_loss.h"
 #include "train/common/metrics.h"
@@ -24,6 +26,7 @@ struct Flags {
   int64_t hidden = 1536, intermediate = 8960, layers = 28, heads = 12, kv_heads = 2, vocab = 151936;
   int64_t seq = 4096, batch = 1, steps = 10, warmup = 3;
   bool checkpointing = false;
+  std::string trace;
   double peak_tflops = 989.0;  // H100/H200 SXM dense bf16
 };
 
@@ -60,6 +63,7 @@ int main(int argc, char** argv) {
   app.add_option("--steps", f.steps);
   app.add_flag("--gradient-checkpointing", f.checkpointing);
   app.add_option("--peak-tflops", f.peak_tflops);
+  app.add_option("--trace", f.trace, "also trace two steps with the PyTorch profiler into this file");
   CLI11_PARSE(app, argc, argv);
   if (!torch::cuda::is_available()) {
     std::fprintf(stderr, "sft_throughput: needs a CUDA device\n");
@@ -108,6 +112,11 @@ int main(int argc, char** argv) {
   const double tps = tokens / secs;
   const double peak_gib =
       static_cast<double>(at::accelerator::getDeviceStats(0).allocated_bytes[0].peak) / (1u << 30);
+  if (!f.trace.empty()) {
+    perf::ProfileTrace trace(f.trace, true);
+    for (int i = 0; i < 2; ++i) step();
+    torch::cuda::synchronize();
+  }
   std::printf("{\"impl\": \"musacoder\", \"checkpointing\": %s, \"seq\": %lld, \"tokens_per_second\": %.1f, "
               "\"mfu\": %.4f, \"peak_memory_gib\": %.2f, \"loss\": %.4f, \"params\": %lld}\n",
               f.checkpointing ? "true" : "false", static_cast<long long>(f.seq), tps,

@@ -20,6 +20,7 @@ def main():
         p.add_argument("--" + name, type=int, default=default)
     p.add_argument("--gradient-checkpointing", action="store_true")
     p.add_argument("--peak-tflops", type=float, default=989.0)
+    p.add_argument("--trace", help="also trace two steps with the PyTorch profiler into this file")
     a = p.parse_args()
     cfg = transformers.Qwen2Config(vocab_size=a.vocab, hidden_size=a.hidden, intermediate_size=a.intermediate,
                                    num_hidden_layers=a.layers, num_attention_heads=a.heads,
@@ -49,6 +50,13 @@ def main():
         loss = step()
     torch.cuda.synchronize()
     secs = time.perf_counter() - t0
+    if a.trace:
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                                torch.profiler.ProfilerActivity.CUDA]) as prof:
+            for _ in range(2):
+                step()
+            torch.cuda.synchronize()
+        prof.export_chrome_trace(a.trace)
     n_params = sum(p.numel() for p in model.parameters())
     per_token = 6 * n_params + 6 * a.layers * a.hidden * a.seq / 2
     tps = a.batch * a.seq * a.steps / secs
