@@ -2,8 +2,9 @@
 // size, B requests of random prompt ids (greedy, eos ignored) submitted at once; prints one JSON line per
 // batch size with output tokens/s, the time to the last first token (prefill) and the per-step decode time.
 // A warm-up round per batch size (16 new tokens) captures its CUDA graph first. --trace-dir DIR: after the
-// timed run, one more run of --trace-tokens new tokens per batch size under the PyTorch profiler, saved as
-// DIR/engine_b<B>.json (perf/common/trace_summary.py --per <trace-tokens> reads it per decode step).
+// timed run, one more run per batch size traces --trace-tokens decode steps (every request decoding) with the
+// PyTorch profiler into DIR/engine_b<B>.json; perf/common/trace_summary.py --per <trace-tokens> reads it per
+// step.
 #include <ATen/Context.h>
 #include <torch/cuda.h>
 
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -29,13 +31,42 @@ struct Timing {
   int64_t tokens = 0;
 };
 
-Timing run(engine::Engine& e, int64_t batch, int64_t prompt_len, int64_t new_tokens, uint64_t seed) {
+// A trace of `steps` decode steps with every request decoding, taken on the calling thread (the profiler's
+// CPU ops are that thread's; its GPU kernels are every thread's): the engine's callbacks say when the last
+// request has its first token and when that request has `steps` more tokens.
+struct DecodeTrace {
+  std::string path;
+  bool cuda = false;
+  int64_t steps = 32;
+  std::promise<void> all_decoding, enough_steps;
+  int64_t request = -1;
+  std::size_t start_tokens = 0;
+  bool stopped = false;
+
+  void on_update(int64_t b, int64_t firsts, int64_t batch, std::size_t tokens) {  // under the run's lock
+    if (request < 0 && firsts == batch) {
+      request = b, start_tokens = tokens;
+      all_decoding.set_value();
+    } else if (b == request && !stopped && static_cast<int64_t>(tokens - start_tokens) >= steps) {
+      stopped = true;
+      enough_steps.set_value();
+    }
+  }
+  void take() {
+    all_decoding.get_future().wait();
+    perf::ProfileTrace trace(path, cuda);
+    enough_steps.get_future().wait();
+  }
+};
+
+Timing run(engine::Engine& e, int64_t batch, int64_t prompt_len, int64_t new_tokens, uint64_t seed,
+           DecodeTrace* trace = nullptr) {
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<int32_t> id(100, static_cast<int32_t>(e.config().vocab_size) - 1);
   std::vector<std::promise<void>> done(static_cast<std::size_t>(batch));
   std::mutex mu;
   Clock::time_point last_first{};
-  int64_t tokens = 0;
+  int64_t tokens = 0, firsts = 0;
   const auto t0 = Clock::now();
   for (int64_t b = 0; b < batch; ++b) {
     engine::Request r;
@@ -44,13 +75,16 @@ Timing run(engine::Engine& e, int64_t batch, int64_t prompt_len, int64_t new_tok
     auto first = std::make_shared<bool>(true);
     e.submit(r, [&, b, first](const engine::RequestUpdate& u) {
       std::lock_guard lock(mu);
-      if (*first && !u.deltas.empty()) last_first = std::max(last_first, Clock::now()), *first = false;
+      if (*first && !u.deltas.empty())
+        last_first = std::max(last_first, Clock::now()), *first = false, ++firsts;
+      if (trace) trace->on_update(b, firsts, batch, u.output.samples[0].token_ids.size());
       if (u.finished) {
         tokens += static_cast<int64_t>(u.output.samples[0].token_ids.size());
         done[static_cast<std::size_t>(b)].set_value();
       }
     });
   }
+  if (trace) trace->take();
   for (auto& d : done) d.get_future().wait();
   const auto t1 = Clock::now();
   return {std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(last_first - t0).count(), tokens};
@@ -113,8 +147,9 @@ int main(int argc, char** argv) {
     std::printf("%s\n", j.dump().c_str());
     std::fflush(stdout);
     if (!trace_dir.empty()) {
-      perf::ProfileTrace trace(trace_dir + "/engine_b" + std::to_string(b) + ".json", device != "cpu");
-      run(**e, b, prompt_len, trace_tokens, 3);
+      DecodeTrace trace{
+          trace_dir + "/engine_b" + std::to_string(b) + ".json", device != "cpu", trace_tokens, {}, {}};
+      run(**e, b, prompt_len, 2 * trace_tokens + 64, 3, &trace);
     }
   }
   return 0;

@@ -2,11 +2,14 @@
 
   python3 perf/engine_throughput/run.py --engine build-gpu/perf/engine_throughput/engine_throughput \
       [--batch-sizes 1,16,64,256] [--prompt-len 512] [--new-tokens 512] [--model DIR] [--json OUT] [--compare-unfused]
+      [--trace-dir DIR [--trace-tokens 32]]
 
 Without --model: a random model of Qwen2.5-Coder-1.5B's shape in bf16 (saved to a temp dir). Both sides decode
 greedily with eos ignored: output tokens/s per batch size, and batch-1 decode as a fraction of the HBM bound
 (weight bytes / bandwidth per token). transformers: bf16, SDPA, static cache (cache_implementation="static").
 --compare-unfused: our engine once more with its modules' ops instead of the fused kernels (fused_ops_cuda.h).
+--trace-dir: our engine also traces --trace-tokens decode steps per batch size with the PyTorch profiler
+(DIR/engine_b<B>.json) and the GPU time per step by kernel is printed (perf/common/trace_summary.py).
 """
 import argparse
 import json
@@ -18,6 +21,9 @@ import time
 
 import torch
 import transformers
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import trace_summary  # noqa: E402
 
 HBM_TBPS = {"H100": 3.35, "H200": 4.8, "A100": 2.0}  # SXM parts, TB/s
 
@@ -70,6 +76,8 @@ def main():
     p.add_argument("--json")
     p.add_argument("--compare-unfused", action="store_true",
                    help="also run the engine with --no-fused-ops and print fused / unfused per batch")
+    p.add_argument("--trace-dir", help="also trace decode steps of our engine per batch size (PyTorch profiler)")
+    p.add_argument("--trace-tokens", type=int, default=32)
     a = p.parse_args()
     batches = [int(b) for b in a.batch_sizes.split(",")]
     tmp = tempfile.mkdtemp(prefix="engine-bench-")
@@ -86,7 +94,10 @@ def main():
     torch.cuda.empty_cache()
     cmd = [a.engine, "--model", model_dir, "--batch-sizes", a.batch_sizes, "--prompt-len", str(a.prompt_len),
            "--new-tokens", str(a.new_tokens)]
-    ours, code = run_engine(cmd)
+    traced = ["--trace-dir", a.trace_dir, "--trace-tokens", str(a.trace_tokens)] if a.trace_dir else []
+    if a.trace_dir:
+        os.makedirs(a.trace_dir, exist_ok=True)
+    ours, code = run_engine(cmd + traced)
     unfused = run_engine(cmd + ["--no-fused-ops"])[0] if a.compare_unfused else {}
     gpu = torch.cuda.get_device_name()
     bw = bandwidth(gpu)
@@ -113,6 +124,11 @@ def main():
         summary["batch1_fraction_of_bound"] = frac
         print(f"batch-1 decode: {ours[1]['decode_step_s'] * 1e3:.2f} ms/token; HBM bound {bound * 1e3:.2f} ms "
               f"({weight_bytes / 1e9:.2f} GB at {bw / 1e12:.2f} TB/s) -> {100 * frac:.1f}% of the bound")
+    for b in batches if a.trace_dir else []:
+        path = os.path.join(a.trace_dir, "engine_b%d.json" % b)
+        if os.path.exists(path):
+            print(f"\nbatch {b}: {a.trace_tokens} decode steps traced ({path})")
+            trace_summary.print_summary(trace_summary.summarize(trace_summary.load_events(path), 15), a.trace_tokens)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(summary, f, indent=1)
