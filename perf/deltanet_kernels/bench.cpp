@@ -2,7 +2,9 @@
 // fallback (torch_fallback.py, run by this program) at one Gated DeltaNet layer of Qwen3.5-9B: batch 1,
 // 4096 tokens, 16 q/k heads, 32 value heads, dk = dv = 128. Forward and forward+backward tokens/s, median
 // of --iters after 2 warm-ups, side by side with the ratio.
-//   build/perf/deltanet_kernels/deltanet_kernels_bench [--seq 4096] [--iters 10]
+//   build/perf/deltanet_kernels/deltanet_kernels_bench [--seq 4096] [--iters 10] [--trace-dir DIR]
+// --trace-dir: one forward and one forward+backward of ours traced with the PyTorch profiler into
+// DIR/deltanet_forward.json and DIR/deltanet_forward_backward.json (perf/common/trace_summary.py reads them).
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
@@ -14,8 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "process/subprocess.h"
 #include "model/delta_rule.h"
+#include "process/subprocess.h"
+#include "profile_trace.h"
 
 namespace {
 
@@ -56,13 +59,20 @@ std::vector<torch::Tensor> inputs(const Shape& s, bool grad) {
 
 int main(int argc, char** argv) {
   Shape s;
+  std::string trace_dir;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const int64_t v = std::atoll(argv[i + 1]);
-    if (flag == "--seq") s.seq = v;
+    if (flag == "--trace-dir")
+      trace_dir = argv[i + 1];
+    else if (flag == "--seq")
+      s.seq = v;
     else if (flag == "--batch") s.batch = v;
     else if (flag == "--iters") s.iters = v;
-    else { std::fprintf(stderr, "unknown flag %s (--seq, --batch, --iters)\n", flag.c_str()); return 2; }
+    else {
+      std::fprintf(stderr, "unknown flag %s (--seq, --batch, --iters, --trace-dir)\n", flag.c_str());
+      return 2;
+    }
   }
   if (!torch::cuda::is_available() || !musacoder::model::delta_rule_cuda_kernels_built()) {
     std::fprintf(stderr, "needs a CUDA device and a build with the delta rule kernels\n");
@@ -80,6 +90,17 @@ int main(int argc, char** argv) {
     auto r = chunk_gated_delta_rule(bwd_in[0], bwd_in[1], bwd_in[2], bwd_in[3], bwd_in[4]);
     r.out.sum().backward();
   }, s.iters);
+  if (!trace_dir.empty()) {  // one forward and one forward+backward under the PyTorch profiler
+    {
+      torch::NoGradGuard no_grad;
+      musacoder::perf::ProfileTrace trace(trace_dir + "/deltanet_forward.json", true);
+      chunk_gated_delta_rule(fwd_in[0], fwd_in[1], fwd_in[2], fwd_in[3], fwd_in[4]);
+      torch::cuda::synchronize();
+    }
+    musacoder::perf::ProfileTrace trace(trace_dir + "/deltanet_forward_backward.json", true);
+    chunk_gated_delta_rule(bwd_in[0], bwd_in[1], bwd_in[2], bwd_in[3], bwd_in[4]).out.sum().backward();
+    torch::cuda::synchronize();
+  }
 
   musacoder::ProcessOptions o;
   o.argv = {"python3", std::string(MUSACODER_SOURCE_DIR) + "/perf/deltanet_kernels/torch_fallback.py",
