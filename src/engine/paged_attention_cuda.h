@@ -2,10 +2,12 @@
 // (paged_attention_cuda_torch.cpp). The launcher below takes raw pointers so the .cu needs no libtorch
 // headers; only CUDA builds of libtorch compile the wrapper (MUSACODER_ENGINE_CUDA).
 //
-// Algorithm (flash-decoding): the grid is (partitions, heads, sequences); a block of 4 warps walks one
-// partition of kPartitionSize context positions, each warp one position at a time (the 32 lanes split
-// head_dim), keeping an online softmax (max, sum, weighted V) per warp; the warps merge in shared memory
-// and write the partition's unnormalised output, max and sum. A second kernel merges the partitions.
+// Algorithm (flash-decoding): the grid is (partitions, heads, sequences); a block of 128 threads takes one
+// partition of kPagedDecodePartitionSize context positions in three passes, each with many independent loads
+// in flight (a serial online softmax, one position at a time per warp, left a batch-1 step latency-bound):
+// the logits q·k (8 lanes per position, 16 positions at a time) into shared memory, then exp(logit − the
+// partition's max) and their sum, then Σ p·v (threads over four dims each, rows of threads over positions).
+// It writes the partition's unnormalised output, max and sum; a second kernel merges the partitions.
 // Positions beyond a sequence's context are never read, so padding rows of a graph (context 1 on the null
 // block) cost one position.
 #pragma once
@@ -14,7 +16,7 @@
 
 namespace musacoder::engine {
 
-constexpr int kPagedDecodePartitionSize = 512;
+constexpr int kPagedDecodePartitionSize = 256;
 
 struct PagedDecodeArgs {
   void* out = nullptr;             // (B, H, D), q's dtype

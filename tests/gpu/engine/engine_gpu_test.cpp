@@ -42,6 +42,8 @@ TEST(PagedDecodeKernel, MatchesSdpaOnGatheredKv) {
       {torch::kHalf, 8, 8, 64, 32, {5, 700}, 5e-3},
       {torch::kBFloat16, 16, 4, 256, 16, {33, 1200}, 2e-2},
       {torch::kFloat, 9, 3, 64, 16, {1, 2, 3, 900}, 2e-5},
+      {torch::kHalf, 4, 2, 96, 16, {17, 600}, 5e-3},  // rows of threads that do not fill the block
+      {torch::kFloat, 4, 1, 32, 8, {300, 255, 256, 257}, 2e-5},
   };
   torch::manual_seed(0);
   for (const auto& c : cases) {
