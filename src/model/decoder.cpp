@@ -203,6 +203,7 @@ torch::Tensor packed_causal_mask(const torch::Tensor& sequence_ids) {
 
 torch::Tensor grouped_sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                            const torch::Tensor& mask, bool causal, double scale) {
+  if (mask.defined() && mask.scalar_type() == torch::kInt) return packed_sdpa(q, k, v, mask, scale);
   const int64_t groups = q.size(1) / k.size(1);
   const std::optional<torch::Tensor> m = mask.defined() ? std::optional<torch::Tensor>(mask) : std::nullopt;
   const bool flash_can_group = !mask.defined() && q.scalar_type() != torch::kFloat;

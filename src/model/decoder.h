@@ -130,9 +130,24 @@ TORCH_MODULE(Decoder);
 torch::Tensor packed_causal_mask(const torch::Tensor& sequence_ids);
 // Positions restarting at 0 wherever sequence_ids changes along T: (B, T) int64.
 torch::Tensor packed_position_ids(const torch::Tensor& sequence_ids);
+// The same packing as cumulative run lengths over the flattened B·T tokens: int32 (n + 1) on sequence_ids'
+// device, [0, end of run 1, ..., B·T], a run being a stretch of equal ids within a row (rows never share
+// one). One device-to-host sync (the number of runs).
+torch::Tensor packed_cu_seqlens(const torch::Tensor& sequence_ids);
+// The attention mask of packed sequences in the form attention runs fastest with for this dtype and device:
+// cu_seqlens (int32, varlen flash attention) on CUDA in float16/bfloat16, else the dense packed_causal_mask.
+// Either form goes wherever a layer takes `mask` (grouped_sdpa tells them apart).
+torch::Tensor packed_attention_mask(const torch::Tensor& sequence_ids, torch::ScalarType dtype);
+// Attention of packed sequences given as cu_seqlens (q/k/v as in grouped_sdpa, S == T): PyTorch's varlen
+// flash kernels on CUDA in float16/bfloat16 with head_dim a multiple of 8 up to 256 (no mask, no score
+// matrix, kv heads grouped natively; backward through _flash_attention_backward), else the dense mask built
+// from it.
+torch::Tensor packed_sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                          const torch::Tensor& cu_seqlens, double scale);
 
 // Scaled dot-product attention of q (B, H, T, D) over k, v (B, Hkv, S, D), Hkv dividing H (grouped-query
-// heads). mask: undefined, or (B or 1, 1, T, S) bool (true: attend). On CUDA, PyTorch's fused kernels take
+// heads). mask: undefined, (B or 1, 1, T, S) bool (true: attend), or int32 cu_seqlens of packed sequences
+// (packed_cu_seqlens; causal within each run, via packed_sdpa). On CUDA, PyTorch's fused kernels take
 // grouped heads (enable_gqa) only in flash attention (bf16/fp16, no mask); anything else falls back to the
 // math backend, which keeps a (B, H, T, S) score matrix per layer for backward (30 GiB for a 135M model on
 // two 4096-token packed rows). There k and v are repeated to the query heads instead (exact), so the

@@ -153,7 +153,7 @@ torch::Tensor Qwen35Impl::forward_hidden(const ForwardInput& in) {
   if (in.sequence_ids.defined()) {
     TORCH_CHECK(in.sequence_ids.sizes() == shape, "sequence_ids must have input_ids' shape");
     seq = in.sequence_ids.to(device);
-    mask = packed_causal_mask(seq);
+    mask = packed_attention_mask(seq, output_weight().scalar_type());
     if (!positions.defined()) positions = packed_position_ids(seq);
   }
   if (!positions.defined()) {

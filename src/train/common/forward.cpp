@@ -59,7 +59,7 @@ torch::Tensor TrainingForward::hidden(model::Decoder& decoder, const model::Forw
                                       const LayerHook& before_layer) const {
   torch::Tensor mask, positions = in.position_ids;
   if (in.sequence_ids.defined()) {
-    mask = model::packed_causal_mask(in.sequence_ids);
+    mask = model::packed_attention_mask(in.sequence_ids, decoder->output_weight().scalar_type());
     if (!positions.defined()) positions = model::packed_position_ids(in.sequence_ids);
   }
   if (!positions.defined()) {

@@ -149,5 +149,23 @@ TEST(Decoder, PackedPositionsRestartAndBadIdsThrow) {
   EXPECT_EQ(model->forward({torch::tensor({{1, 2, 3}}, torch::kLong)}).sizes(), (c10::IntArrayRef{1, 3, 32}));
 }
 
+// Runs are stretches of equal ids within a row; a row boundary always starts a run (rows 0 and 1 both hold id
+// 7 at their seam). On the CPU packed_sdpa falls back to the dense mask, so it equals grouped_sdpa with it.
+TEST(Decoder, PackedCuSeqlensAndItsDenseFallback) {
+  torch::Tensor seq = torch::tensor({{0, 0, 1, 1, 1, 7}, {7, 7, 7, 2, 3, 3}}, torch::kLong);
+  EXPECT_TRUE(torch::equal(packed_cu_seqlens(seq), torch::tensor({0, 2, 5, 6, 9, 10, 12}, torch::kInt)));
+  EXPECT_TRUE(torch::equal(packed_cu_seqlens(torch::zeros({1, 1}, torch::kLong)),
+                           torch::tensor({0, 1}, torch::kInt)));
+  EXPECT_EQ(packed_attention_mask(seq, torch::kBFloat16).scalar_type(), torch::kBool);  // CPU: the dense mask
+  torch::manual_seed(3);
+  const int64_t B = 2, H = 4, Hkv = 2, T = 6, D = 8;
+  auto q = torch::randn({B, H, T, D}), k = torch::randn({B, Hkv, T, D}), v = torch::randn({B, Hkv, T, D});
+  auto dense = grouped_sdpa(q, k, v, packed_causal_mask(seq), false, 0.3);
+  auto packed = grouped_sdpa(q, k, v, packed_cu_seqlens(seq), false, 0.3);
+  EXPECT_TRUE(torch::allclose(packed, dense, 1e-6, 1e-6));
+  // The first token of every run attends only to itself: its output is its own v row (of its kv head).
+  EXPECT_TRUE(torch::allclose(packed.index({1, 0, 3}), v.index({1, 0, 3}), 1e-6, 1e-6));
+}
+
 }  // namespace
 }  // namespace musacoder::model
