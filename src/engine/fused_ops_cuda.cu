@@ -53,9 +53,10 @@ __global__ void __launch_bounds__(kElementThreads) silu_mul_kernel(FusedArgs a) 
   const int64_t n = a.rows * a.cols;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const float g = to_float(gate[i]);
+    const int64_t in = (i / a.cols) * a.in_stride + i % a.cols;
+    const float g = to_float(gate[in]);
     const float s = round_to<T>(g / (1.0f + expf(-g)));
-    out[i] = from_float<T>(s * to_float(up[i]));
+    out[i] = from_float<T>(s * to_float(up[in]));
   }
 }
 
@@ -72,8 +73,8 @@ __global__ void __launch_bounds__(kElementThreads) rope_kernel(FusedArgs a) {
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t row = i / pairs_per_row, k = i % pairs_per_row;
     const int64_t head = k / half, j = k % half;
-    const int64_t base = row * a.cols + head * a.head_dim;
-    const float lo = to_float(x[base + j]), hi = to_float(x[base + j + half]);
+    const int64_t base = row * a.cols + head * a.head_dim, in = row * a.in_stride + head * a.head_dim;
+    const float lo = to_float(x[in + j]), hi = to_float(x[in + j + half]);
     const T* c = cs + row * a.head_dim;
     const T* s = sn + row * a.head_dim;
     out[base + j] = from_float<T>(round_to<T>(lo * to_float(c[j])) + round_to<T>(-hi * to_float(s[j])));

@@ -22,6 +22,7 @@ struct FusedArgs {
   const void* cos = nullptr;     // rope: (rows, head_dim)
   const void* sin = nullptr;
   int64_t rows = 0, cols = 0;  // add_rms_norm: rows × cols; silu_mul: rows × cols elements; rope: N × (H · D)
+  int64_t in_stride = 0;  // silu_mul: elements between rows of gate and of up; rope: of x (each row dense)
   int head_dim = 0;            // rope
   float eps = 0;
   int dtype = 0;  // 0 float32, 1 float16, 2 bfloat16
@@ -38,13 +39,15 @@ int rope_launch(const FusedArgs& args, void* stream);
 #include <torch/torch.h>
 
 namespace musacoder::engine {
-// h (..., C): a contiguous CUDA tensor, updated in place by delta (same shape) when delta is defined;
-// weight: (C).
+// h (..., C) on CUDA, updated in place by delta (same shape) when delta is defined (then contiguous; without
+// delta any layout); weight: (C).
 torch::Tensor add_rms_norm_cuda(torch::Tensor& h, const torch::Tensor& delta, const torch::Tensor& weight,
                                 double eps);
-// gate, up: the same shape and dtype.
+// gate, up (N, I): the same shape, dtype and strides, each row dense (e.g. the two halves of a fused
+// product).
 torch::Tensor silu_mul_cuda(const torch::Tensor& gate, const torch::Tensor& up);
-// x (N, H, D); cos, sin (N, D) in x's dtype.
+// x (N, H, D), each row dense (x.stride(1) == D; e.g. a column block of a fused q/k/v product); cos, sin (N,
+// D) in x's dtype.
 torch::Tensor rope_cuda(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 }  // namespace musacoder::engine
 #endif

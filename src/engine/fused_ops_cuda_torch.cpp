@@ -15,12 +15,27 @@ void* stream() {
   return c10::cuda::getCurrentCUDAStream().stream();
 }
 
+// x viewed as (rows, cols) with dense rows: itself, or a contiguous copy when its rows are not dense.
+torch::Tensor dense_rows(const torch::Tensor& x) {
+  if (x.dim() < 1 || x.numel() == 0) return x.contiguous();
+  int64_t expect = 1;
+  for (int64_t d = x.dim() - 1; d >= 1; --d) {
+    if (x.size(d) != 1 && x.stride(d) != expect) return x.contiguous();
+    expect *= x.size(d);
+  }
+  return x;
+}
+
 }  // namespace
 
 torch::Tensor add_rms_norm_cuda(torch::Tensor& h, const torch::Tensor& delta, const torch::Tensor& weight,
                                 double eps) {
-  TORCH_CHECK(h.is_cuda() && h.is_contiguous() && h.dim() >= 1,
-              "add_rms_norm_cuda: h must be contiguous on CUDA");
+  TORCH_CHECK(h.is_cuda() && h.dim() >= 1 && (h.is_contiguous() || !delta.defined()),
+              "add_rms_norm_cuda: h must be on CUDA, and contiguous when it is updated");
+  if (!h.is_contiguous()) {  // only read (no delta): e.g. the q/k views of a fused projection under q/k norm
+    torch::Tensor dense = h.contiguous();
+    return add_rms_norm_cuda(dense, delta, weight, eps);
+  }
   const int64_t C = h.size(-1);
   TORCH_CHECK(weight.numel() == C && weight.scalar_type() == h.scalar_type(),
               "add_rms_norm_cuda: bad weight");
@@ -42,15 +57,18 @@ torch::Tensor add_rms_norm_cuda(torch::Tensor& h, const torch::Tensor& delta, co
 }
 
 torch::Tensor silu_mul_cuda(const torch::Tensor& gate, const torch::Tensor& up) {
-  TORCH_CHECK(gate.is_cuda() && gate.sizes() == up.sizes() && gate.scalar_type() == up.scalar_type(),
+  TORCH_CHECK(gate.is_cuda() && gate.dim() >= 1 && gate.sizes() == up.sizes() &&
+                  gate.scalar_type() == up.scalar_type(),
               "silu_mul_cuda: gate and up must match on CUDA");
-  const torch::Tensor g = gate.contiguous(), u = up.contiguous();
-  auto out = torch::empty_like(g);
+  torch::Tensor g = dense_rows(gate), u = dense_rows(up);
+  if (g.stride(0) != u.stride(0)) g = g.contiguous(), u = u.contiguous();
+  auto out = torch::empty(gate.sizes(), gate.options());
   FusedArgs a;
   a.out = out.data_ptr();
   a.delta = g.data_ptr();
   a.weight = u.data_ptr();
-  a.rows = 1, a.cols = g.numel();
+  a.rows = g.size(0), a.cols = g.size(0) == 0 ? 0 : g.numel() / g.size(0);
+  a.in_stride = g.dim() == 1 ? a.cols : g.stride(0);
   a.dtype = kernel_dtype_code(g, "silu_mul_cuda");
   check_launch(silu_mul_launch(a, stream()), "silu_mul_cuda");
   return out;
@@ -62,11 +80,12 @@ torch::Tensor rope_cuda(const torch::Tensor& x, const torch::Tensor& cos, const 
   TORCH_CHECK(cos.sizes() == torch::IntArrayRef({N, D}) && sin.sizes() == cos.sizes() &&
                   cos.scalar_type() == x.scalar_type() && sin.scalar_type() == x.scalar_type(),
               "rope_cuda: cos and sin must be (N, D) in x's dtype");
-  const torch::Tensor xc = x.contiguous(), c = cos.contiguous(), s = sin.contiguous();
-  auto out = torch::empty_like(xc);
+  const torch::Tensor xc = dense_rows(x), c = cos.contiguous(), s = sin.contiguous();
+  auto out = torch::empty(x.sizes(), x.options());
   FusedArgs a;
   a.out = out.data_ptr();
   a.h = xc.data_ptr();
+  a.in_stride = xc.stride(0);
   a.cos = c.data_ptr();
   a.sin = s.data_ptr();
   a.rows = N, a.cols = H * D;

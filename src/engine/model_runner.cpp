@@ -47,12 +47,14 @@ bool fused_ops_built() {
 #endif
 }
 
-torch::Tensor mlp(model::Mlp& m, const torch::Tensor& x, bool fused) {
+// gate_up: the layer's gate_proj and up_proj as one matmul (FusedLinear).
+torch::Tensor mlp(model::Mlp& m, const FusedLinear& gate_up, const torch::Tensor& x, bool fused) {
+  const auto gu = gate_up(x);
 #ifdef MUSACODER_ENGINE_CUDA
-  if (fused) return m->down_proj(silu_mul_cuda(m->gate_proj(x), m->up_proj(x)));
+  if (fused) return m->down_proj(silu_mul_cuda(gu[0], gu[1]));
 #endif
   MC_CHECK(!fused && "fused ops need a CUDA build");
-  return m(x);
+  return m->down_proj(torch::silu(gu[0]) * gu[1]);
 }
 
 }  // namespace
@@ -62,7 +64,8 @@ AttentionMixer::AttentionMixer(model::AttentionImpl* attention, const model::Mod
       heads_(c.num_attention_heads),
       kv_heads_(c.num_key_value_heads),
       head_dim_(c.head_dim),
-      scale_(1.0 / std::sqrt(static_cast<double>(c.head_dim))) {}
+      scale_(1.0 / std::sqrt(static_cast<double>(c.head_dim))),
+      qkv_({attention->q_proj, attention->k_proj, attention->v_proj}) {}
 
 LayerCacheSpec AttentionMixer::cache_spec() const {
   LayerCacheSpec s;
@@ -74,9 +77,10 @@ LayerCacheSpec AttentionMixer::cache_spec() const {
 
 torch::Tensor AttentionMixer::forward(const torch::Tensor& x, const StepContext& ctx, CachePool& cache, int layer) {
   const int64_t N = x.size(0);
-  auto q = attn_->q_proj(x).view({N, heads_, head_dim_});
-  auto k = attn_->k_proj(x).view({N, kv_heads_, head_dim_});
-  auto v = attn_->v_proj(x).view({N, kv_heads_, head_dim_});
+  const auto qkv = qkv_(x);
+  auto q = qkv[0].view({N, heads_, head_dim_});
+  auto k = qkv[1].view({N, kv_heads_, head_dim_});
+  auto v = qkv[2].view({N, kv_heads_, head_dim_});
   if (attn_->q_norm) {
     q = norm(attn_->q_norm, q, {}, ctx.fused_ops);
     k = norm(attn_->k_norm, k, {}, ctx.fused_ops);
@@ -140,6 +144,10 @@ ModelRunner::ModelRunner(model::Decoder model, std::vector<std::unique_ptr<Token
       max_model_len_(max_model_len),
       device_(model_->model->embed_tokens->weight.device()) {
   fused_ops_ = device_.is_cuda() && options_.fused_ops && fused_ops_built();
+  for (std::size_t i = 0; i < model_->model->layers->size(); ++i) {
+    auto& m = model_->model->layers[i]->as<model::DecoderLayerImpl>()->mlp;
+    gate_up_.emplace_back(std::vector<torch::nn::Linear>{m->gate_proj, m->up_proj});
+  }
   model::RotaryEmbedding rope(model_->config());
   inv_freq_ = rope.inv_freq(0).to(device_);
   rope_scaling_ = rope.attention_scaling();
@@ -187,16 +195,25 @@ torch::Tensor ModelRunner::forward_tokens(const torch::Tensor& ids, StepContext&
     auto layer = backbone->layers[i]->as<model::DecoderLayerImpl>();
     delta = mixers_[i]->forward(norm(layer->input_layernorm, h, delta, fused_ops_), ctx, *pool_,
                                 static_cast<int>(i));
-    delta = mlp(layer->mlp, norm(layer->post_attention_layernorm, h, delta, fused_ops_), fused_ops_);
+    delta =
+        mlp(layer->mlp, gate_up_[i], norm(layer->post_attention_layernorm, h, delta, fused_ops_), fused_ops_);
   }
   torch::Tensor x = norm(backbone->norm, h, delta, fused_ops_);  // row by row: selecting rows after is exact
   if (logits_rows.defined()) x = x.index_select(0, logits_rows);
   return torch::nn::functional::linear(x, model_->output_weight()).to(torch::kFloat);
 }
 
+bool ModelRunner::refresh_weights() {
+  bool moved = false;
+  for (auto& m : mixers_) moved |= m->refresh_weights();
+  for (auto& g : gate_up_) moved |= g.refresh();
+  return moved;
+}
+
 torch::Tensor ModelRunner::step(const std::vector<SeqWork>& works) {
   MC_CHECK(!works.empty());
   torch::NoGradGuard no_grad;
+  if (refresh_weights()) reset_graphs();  // the captured graphs read the old fused tensors
   const bool decode_only = std::all_of(works.begin(), works.end(), [](const SeqWork& w) {
     return w.count == 1 && w.cached > 0 && w.want_logits;
   });

@@ -17,6 +17,7 @@
 
 #include "engine/cache.h"
 #include "engine/engine.h"
+#include "engine/fused_linear.h"
 #include "engine/token_mixer.h"
 #include "model/decoder.h"
 
@@ -54,9 +55,12 @@ class ModelRunner {
   // The layers on flattened tokens; logits_rows undefined: every row.
   torch::Tensor forward_tokens(const torch::Tensor& ids, StepContext& ctx, const torch::Tensor& logits_rows);
   void set_rope(StepContext& ctx, int64_t max_position);
+  // FusedLinear::refresh of every fused projection; true when any fused tensor moved.
+  bool refresh_weights();
 
   model::Decoder model_;
   std::vector<std::unique_ptr<TokenMixer>> mixers_;
+  std::vector<FusedLinear> gate_up_;  // per layer: mlp.gate_proj and mlp.up_proj as one matmul
   CachePool* pool_;
   EngineOptions options_;
   int64_t max_model_len_;

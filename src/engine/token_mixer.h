@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/cache.h"
+#include "engine/fused_linear.h"
 #include "model/decoder.h"
 
 namespace musacoder::engine {
@@ -52,6 +53,8 @@ class TokenMixer {
   // x (N, hidden) normed hidden states -> (N, hidden), the residual update.
   virtual torch::Tensor forward(const torch::Tensor& x, const StepContext& ctx, CachePool& cache, int layer) = 0;
   virtual LayerCacheSpec cache_spec() const = 0;
+  // Re-fuses projections whose parameters were replaced since (FusedLinear::refresh); true when any moved.
+  virtual bool refresh_weights() { return false; }
 };
 
 class AttentionMixer : public TokenMixer {
@@ -59,11 +62,13 @@ class AttentionMixer : public TokenMixer {
   AttentionMixer(model::AttentionImpl* attention, const model::ModelConfig& config);
   torch::Tensor forward(const torch::Tensor& x, const StepContext& ctx, CachePool& cache, int layer) override;
   LayerCacheSpec cache_spec() const override;
+  bool refresh_weights() override { return qkv_.refresh(); }
 
  private:
   model::AttentionImpl* attn_;  // owned by the Decoder the runner holds
   int64_t heads_, kv_heads_, head_dim_;
   double scale_;
+  FusedLinear qkv_;  // q_proj, k_proj, v_proj as one matmul
 };
 
 // x (N, H, D), cos/sin (N, D): x * cos + rotate_half(x) * sin.

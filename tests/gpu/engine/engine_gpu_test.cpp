@@ -108,6 +108,19 @@ TEST(FusedOps, EqualTheModuleOps) {
     torch::Tensor emb = torch::cat({pos * inv, pos * inv}, -1);
     torch::Tensor cos = emb.cos().to(dtype), sin = emb.sin().to(dtype);
     EXPECT_LE(rel(rope_cuda(x, cos, sin), rotate(x, cos, sin)), tol) << c10::toString(dtype);
+    // Strided rows, as the engine passes them: column blocks of one fused q/k/v or gate/up product.
+    torch::Tensor fused = torch::randn({13, 6 * 64 + 2 * 64 + 2 * 64}, o);
+    torch::Tensor xq = fused.narrow(1, 0, 6 * 64).view({13, 6, 64}),
+                  xk = fused.narrow(1, 6 * 64, 128).view({13, 2, 64});
+    EXPECT_LE(rel(rope_cuda(xq, cos, sin), rotate(xq, cos, sin)), tol) << "strided q";
+    EXPECT_LE(rel(rope_cuda(xk, cos, sin), rotate(xk, cos, sin)), tol) << "strided k";
+    model::RMSNorm qk_norm(64, 1e-6);
+    qk_norm->to(torch::kCUDA, dtype);
+    EXPECT_LE(rel(add_rms_norm_cuda(xk, {}, qk_norm->weight, 1e-6), qk_norm(xk)), tol)
+        << "q/k norm of a strided view";
+    torch::Tensor gu = torch::randn({9, 2 * 1536}, o) * 3;
+    torch::Tensor g2 = gu.narrow(1, 0, 1536), u2 = gu.narrow(1, 1536, 1536);
+    EXPECT_LE(rel(silu_mul_cuda(g2, u2), torch::silu(g2) * u2), tol) << "strided gate/up";
     std::printf("GPU_RESULT fused ops %s: add_rms_norm, silu_mul, rope within %.3g of the module ops\n",
                 c10::toString(dtype), tol);
   }
