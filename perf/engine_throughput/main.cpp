@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
   std::string dir, dtype = "auto", device = "cuda";
   std::vector<int64_t> batches = {1, 16, 64, 256};
   int64_t prompt_len = 512, new_tokens = 512;
-  bool no_graphs = false, no_fused = false;
+  bool no_graphs = false, no_fused = false, no_fused_projections = false;
   std::string trace_dir;
   int64_t trace_tokens = 32;
   app.add_option("--model", dir)->required();
@@ -109,6 +109,7 @@ int main(int argc, char** argv) {
   app.add_flag("--no-cuda-graphs", no_graphs);
   app.add_flag("--no-fused-ops", no_fused,
                "the modules' ops instead of the fused norm / SiLU-mul / RoPE kernels");
+  app.add_flag("--no-fused-projections", no_fused_projections, "q/k/v and gate/up as separate matmuls");
   app.add_option("--trace-dir", trace_dir, "also trace a short run per batch size with the PyTorch profiler");
   app.add_option("--trace-tokens", trace_tokens, "new tokens of the traced run")
       ->check(CLI::Range(2, 100000));
@@ -119,6 +120,7 @@ int main(int argc, char** argv) {
   o.max_model_len = prompt_len + new_tokens;
   o.cuda_graphs = !no_graphs;
   o.fused_ops = !no_fused;
+  o.fuse_projections = !no_fused_projections;
   auto e = engine::Engine::load(dir, {device, dtype}, o);
   if (!e.ok()) {
     std::fprintf(stderr, "engine_throughput: %s\n", e.status().to_string().c_str());

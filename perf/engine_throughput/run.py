@@ -7,7 +7,8 @@
 Without --model: a random model of Qwen2.5-Coder-1.5B's shape in bf16 (saved to a temp dir). Both sides decode
 greedily with eos ignored: output tokens/s per batch size, and batch-1 decode as a fraction of the HBM bound
 (weight bytes / bandwidth per token). transformers: bf16, SDPA, static cache (cache_implementation="static").
---compare-unfused: our engine once more with its modules' ops instead of the fused kernels (fused_ops_cuda.h).
+--compare-unfused: our engine once more with its modules' ops instead of the fused kernels (fused_ops_cuda.h) and
+separate q/k/v and gate/up matmuls (fused_linear.h).
 --trace-dir: our engine also traces --trace-tokens decode steps per batch size with the PyTorch profiler
 (DIR/engine_b<B>.json) and the GPU time per step by kernel is printed (perf/common/trace_summary.py).
 """
@@ -75,7 +76,7 @@ def main():
     p.add_argument("--skip-transformers", action="store_true")
     p.add_argument("--json")
     p.add_argument("--compare-unfused", action="store_true",
-                   help="also run the engine with --no-fused-ops and print fused / unfused per batch")
+                   help="also run the engine with --no-fused-ops --no-fused-projections; print fused / unfused per batch")
     p.add_argument("--trace-dir", help="also trace decode steps of our engine per batch size (PyTorch profiler)")
     p.add_argument("--trace-tokens", type=int, default=32)
     a = p.parse_args()
@@ -98,7 +99,7 @@ def main():
     if a.trace_dir:
         os.makedirs(a.trace_dir, exist_ok=True)
     ours, code = run_engine(cmd + traced)
-    unfused = run_engine(cmd + ["--no-fused-ops"])[0] if a.compare_unfused else {}
+    unfused = run_engine(cmd + ["--no-fused-ops", "--no-fused-projections"])[0] if a.compare_unfused else {}
     gpu = torch.cuda.get_device_name()
     bw = bandwidth(gpu)
     print(f"\n{gpu}, {weight_bytes / 1e9:.2f} GB of weights, prompt {a.prompt_len}, new {a.new_tokens}")
@@ -144,6 +145,7 @@ def run_engine(cmd):
         if line.startswith("{"):
             r = json.loads(line)
             r["fused_ops"] = "--no-fused-ops" not in cmd
+            r["fused_projections"] = "--no-fused-projections" not in cmd
             out[r["batch"]] = r
             print(json.dumps(r), flush=True)
     return out, proc.returncode

@@ -137,6 +137,9 @@ struct EngineOptions {
   std::vector<int64_t> cuda_graph_batch_sizes = {1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256};
   // CUDA: fused RMSNorm, SiLU·mul and RoPE kernels (fused_ops_cuda.h); false: the modules' ops.
   bool fused_ops = true;
+  // Every device: each layer's q/k/v and gate/up projections as one matmul each (fused_linear.h; the
+  // projections' parameters become views of the fused tensors).
+  bool fuse_projections = true;
   bool cuda_decode_kernel = true;  // our paged decode kernels (CUDA; CPU float32); false: SDPA over gathered KV
 };
 

@@ -37,7 +37,7 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(model::Decoder model, std
   const int64_t max_len = o.max_model_len > 0 ? o.max_model_len : c.max_position_embeddings;
   if (max_len < 2) return invalid_argument("max_model_len must be at least 2");
   const auto weight = model->model->embed_tokens->weight;
-  auto mixers = ModelRunner::make_mixers(model);
+  auto mixers = ModelRunner::make_mixers(model, o.fuse_projections);
   std::vector<LayerCacheSpec> specs;
   for (const auto& m : mixers) specs.push_back(m->cache_spec());
   const int64_t per_block = std::max<int64_t>(1, CachePool::bytes_per_block(specs, o.block_size, weight.scalar_type()));
@@ -55,7 +55,7 @@ EngineCore::EngineCore(model::Decoder model, std::optional<tokenizer::Tokenizer>
                        const EngineOptions& options, int64_t max_model_len, int32_t num_blocks)
     : model_(std::move(model)), tok_(std::move(tok)), eos_(std::move(eos)), options_(options),
       max_model_len_(max_model_len) {
-  auto mixers = ModelRunner::make_mixers(model_);
+  auto mixers = ModelRunner::make_mixers(model_, /*fuse_projections=*/false);  // for the cache specs only
   std::vector<LayerCacheSpec> specs;
   for (const auto& m : mixers) specs.push_back(m->cache_spec());
   const auto weight = model_->model->embed_tokens->weight;

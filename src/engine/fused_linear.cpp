@@ -29,9 +29,9 @@ void point_at(const std::vector<torch::Tensor>& parts, const torch::Tensor& all)
 
 }  // namespace
 
-FusedLinear::FusedLinear(std::vector<torch::nn::Linear> parts) : parts_(std::move(parts)) {
+FusedLinear::FusedLinear(std::vector<torch::nn::Linear> parts, bool enabled) : parts_(std::move(parts)) {
   for (const auto& p : parts_) sizes_.push_back(p->weight.size(0));
-  fusable_ = can_share(parts_);
+  fusable_ = enabled && can_share(parts_);
   if (fusable_) fuse();
 }
 

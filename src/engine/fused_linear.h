@@ -19,7 +19,8 @@ namespace musacoder::engine {
 class FusedLinear {
  public:
   FusedLinear() = default;
-  explicit FusedLinear(std::vector<torch::nn::Linear> parts);
+  // enabled false: the parts stay as they are and run one by one.
+  explicit FusedLinear(std::vector<torch::nn::Linear> parts, bool enabled = true);
 
   // One output per part, in order: views (N, out_i) of the fused product (not contiguous when fused).
   std::vector<torch::Tensor> operator()(const torch::Tensor& x) const;

@@ -59,13 +59,14 @@ torch::Tensor mlp(model::Mlp& m, const FusedLinear& gate_up, const torch::Tensor
 
 }  // namespace
 
-AttentionMixer::AttentionMixer(model::AttentionImpl* attention, const model::ModelConfig& c)
+AttentionMixer::AttentionMixer(model::AttentionImpl* attention, const model::ModelConfig& c,
+                               bool fuse_projections)
     : attn_(attention),
       heads_(c.num_attention_heads),
       kv_heads_(c.num_key_value_heads),
       head_dim_(c.head_dim),
       scale_(1.0 / std::sqrt(static_cast<double>(c.head_dim))),
-      qkv_({attention->q_proj, attention->k_proj, attention->v_proj}) {}
+      qkv_({attention->q_proj, attention->k_proj, attention->v_proj}, fuse_projections) {}
 
 LayerCacheSpec AttentionMixer::cache_spec() const {
   LayerCacheSpec s;
@@ -126,11 +127,13 @@ struct Unpacker {
 
 }  // namespace
 
-std::vector<std::unique_ptr<TokenMixer>> ModelRunner::make_mixers(model::Decoder& model) {
+std::vector<std::unique_ptr<TokenMixer>> ModelRunner::make_mixers(model::Decoder& model,
+                                                                  bool fuse_projections) {
   std::vector<std::unique_ptr<TokenMixer>> mixers;
   for (std::size_t i = 0; i < model->model->layers->size(); ++i) {
     auto layer = model->model->layers[i]->as<model::DecoderLayerImpl>();
-    mixers.push_back(std::make_unique<AttentionMixer>(layer->self_attn.get(), model->config()));
+    mixers.push_back(
+        std::make_unique<AttentionMixer>(layer->self_attn.get(), model->config(), fuse_projections));
   }
   return mixers;
 }
@@ -146,7 +149,8 @@ ModelRunner::ModelRunner(model::Decoder model, std::vector<std::unique_ptr<Token
   fused_ops_ = device_.is_cuda() && options_.fused_ops && fused_ops_built();
   for (std::size_t i = 0; i < model_->model->layers->size(); ++i) {
     auto& m = model_->model->layers[i]->as<model::DecoderLayerImpl>()->mlp;
-    gate_up_.emplace_back(std::vector<torch::nn::Linear>{m->gate_proj, m->up_proj});
+    gate_up_.emplace_back(std::vector<torch::nn::Linear>{m->gate_proj, m->up_proj},
+                          options_.fuse_projections);
   }
   model::RotaryEmbedding rope(model_->config());
   inv_freq_ = rope.inv_freq(0).to(device_);

@@ -35,8 +35,9 @@ class DecodeGraphs;
 
 class ModelRunner {
  public:
-  // The mixers of `model`'s layers (attention for every layer of the Qwen2/Qwen3/Llama decoder).
-  static std::vector<std::unique_ptr<TokenMixer>> make_mixers(model::Decoder& model);
+  // The mixers of `model`'s layers (attention for every layer of the Qwen2/Qwen3/Llama decoder);
+  // fuse_projections as EngineOptions::fuse_projections (false for mixers only asked for their cache specs).
+  static std::vector<std::unique_ptr<TokenMixer>> make_mixers(model::Decoder& model, bool fuse_projections);
 
   ModelRunner(model::Decoder model, std::vector<std::unique_ptr<TokenMixer>> mixers, CachePool* pool,
               const EngineOptions& options, int64_t max_model_len);

@@ -59,7 +59,8 @@ class TokenMixer {
 
 class AttentionMixer : public TokenMixer {
  public:
-  AttentionMixer(model::AttentionImpl* attention, const model::ModelConfig& config);
+  // fuse_projections: q/k/v as one matmul (FusedLinear), which re-points the projections' parameters.
+  AttentionMixer(model::AttentionImpl* attention, const model::ModelConfig& config, bool fuse_projections);
   torch::Tensor forward(const torch::Tensor& x, const StepContext& ctx, CachePool& cache, int layer) override;
   LayerCacheSpec cache_spec() const override;
   bool refresh_weights() override { return qkv_.refresh(); }
