@@ -41,16 +41,23 @@ struct DecodeTrace {
   std::promise<void> all_decoding, enough_steps;
   int64_t request = -1;
   std::size_t start_tokens = 0;
-  bool stopped = false;
+  bool started = false, stopped = false;
 
   void on_update(int64_t b, int64_t firsts, int64_t batch, std::size_t tokens) {  // under the run's lock
-    if (request < 0 && firsts == batch) {
-      request = b, start_tokens = tokens;
+    if (!started && firsts == batch) {
+      request = b, start_tokens = tokens, started = true;
       all_decoding.set_value();
     } else if (b == request && !stopped && static_cast<int64_t>(tokens - start_tokens) >= steps) {
-      stopped = true;
-      enough_steps.set_value();
+      stop();
     }
+  }
+  // Every request has finished (also one that ended early): nothing more to wait for.
+  void on_all_finished() {
+    if (!started) started = true, all_decoding.set_value();
+    stop();
+  }
+  void stop() {
+    if (!stopped) stopped = true, enough_steps.set_value();
   }
   void take() {
     all_decoding.get_future().wait();
@@ -66,7 +73,7 @@ Timing run(engine::Engine& e, int64_t batch, int64_t prompt_len, int64_t new_tok
   std::vector<std::promise<void>> done(static_cast<std::size_t>(batch));
   std::mutex mu;
   Clock::time_point last_first{};
-  int64_t tokens = 0, firsts = 0;
+  int64_t tokens = 0, firsts = 0, finished = 0;
   const auto t0 = Clock::now();
   for (int64_t b = 0; b < batch; ++b) {
     engine::Request r;
@@ -80,6 +87,7 @@ Timing run(engine::Engine& e, int64_t batch, int64_t prompt_len, int64_t new_tok
       if (trace) trace->on_update(b, firsts, batch, u.output.samples[0].token_ids.size());
       if (u.finished) {
         tokens += static_cast<int64_t>(u.output.samples[0].token_ids.size());
+        if (++finished == batch && trace) trace->on_all_finished();
         done[static_cast<std::size_t>(b)].set_value();
       }
     });
