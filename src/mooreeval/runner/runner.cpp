@@ -163,6 +163,12 @@ std::map<std::string, std::string> runner_environment(const RunnerOptions& optio
   env["PYTHONPATH"] = pythonpath;
   env["PYTHONUNBUFFERED"] = "1";
   env["PYTHONDONTWRITEBYTECODE"] = "1";
+  // OpenMP workers (PyTorch's CPU ops, the candidates' `omp parallel` loops) sleep as soon as a parallel
+  // region ends instead of spinning for their wait budget: on a loaded machine a spinning pool stays runnable
+  // for tens of milliseconds after forward returned, which the busy-thread check rightly counts as work left
+  // running — and an honest kernel was rejected as `busy_background_thread`. Reference and candidate share
+  // the setting.
+  env.emplace("OMP_WAIT_POLICY", "PASSIVE");  // unless extra_env chose one
   return env;
 }
 

@@ -80,7 +80,8 @@ class RunnerSession {
 
 // The environment every runner process (and the warm runner's zygote) gets on top of the
 // inherited one: extra_env, PYTHONPATH with the runner dir first, unbuffered output, no
-// bytecode files written next to the runner.
+// bytecode files written next to the runner, and OMP_WAIT_POLICY=PASSIVE unless extra_env sets it
+// (idle OpenMP pools sleep at once, so they never look like work left running after forward).
 std::map<std::string, std::string> runner_environment(const RunnerOptions& options);
 
 // Runs a non-dialogue mode (probe, inspect) to completion.
