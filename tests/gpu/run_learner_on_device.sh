@@ -9,7 +9,8 @@
 #   train            train_gpu_tests (train-sft bf16 on CUDA against the CPU run)
 #   deltanet         perf/deltanet_kernels (ours vs transformers' torch fallback)
 #   enginebench      perf/engine_throughput (ours vs transformers generate; ENGINE_BATCHES; ENGINE_ARGS, e.g.
-#                    "--compare-unfused" for the fused kernels against the modules' ops)
+#                    "--compare-unfused" for the fusions against the modules' ops, "--trace-dir /tmp/tr" for the
+#                    GPU time per decode step by kernel)
 #   sftbench         perf/sft_throughput (ours vs an eager transformers loop)
 #   quickstart       musacoder quickstart --backend cuda (QUICKSTART_ARGS)
 #   demo             tests/gpu/demo_bg.sh: perf/learning_demo/run.py (#27: SmolLM2 SFT + GRPO, the five-way
