@@ -17,12 +17,15 @@ bool can_share(const std::vector<torch::nn::Linear>& parts) {
   return true;
 }
 
-// Points each tensor at its row block of `all` (same TensorImpl: parameters keep their identity).
-void point_at(const std::vector<torch::Tensor>& parts, const torch::Tensor& all) {
+// Points each tensor at its row block of `all` (same TensorImpl: parameters keep their identity) and appends
+// the block's address to `ptrs`.
+void point_at(const std::vector<torch::Tensor>& parts, const torch::Tensor& all,
+              std::vector<const void*>& ptrs) {
   int64_t at = 0;
   for (const auto& p : parts) {
     const int64_t n = p.size(0);
     const_cast<torch::Tensor&>(p).set_data(all.narrow(0, at, n));
+    ptrs.push_back(p.data_ptr());
     at += n;
   }
 }
@@ -42,24 +45,24 @@ void FusedLinear::fuse() {
     w.push_back(p->weight);
     if (p->bias.defined()) b.push_back(p->bias);
   }
+  views_.clear();
   weight_ = torch::cat(w, 0);
-  point_at(w, weight_);
+  point_at(w, weight_, views_);
   bias_ = b.empty() ? torch::Tensor() : torch::cat(b, 0);
-  if (!b.empty()) point_at(b, bias_);
+  if (!b.empty()) point_at(b, bias_, views_);
 }
 
+// Per step, so no tensor is made here: the addresses fuse() recorded, the sizes and the dtype.
 bool FusedLinear::intact() const {
-  int64_t at = 0;
-  for (std::size_t i = 0; i < parts_.size(); ++i) {
+  const std::size_t n = parts_.size();
+  for (std::size_t i = 0; i < n; ++i) {
     const auto& p = parts_[i];
-    const int64_t n = sizes_[i];
-    if (p->weight.data_ptr() != weight_.narrow(0, at, n).data_ptr() || p->weight.size(0) != n ||
+    if (p->weight.data_ptr() != views_[i] || p->weight.size(0) != sizes_[i] ||
         p->weight.scalar_type() != weight_.scalar_type())
       return false;
-    if (bias_.defined() && (!p->bias.defined() || p->bias.data_ptr() != bias_.narrow(0, at, n).data_ptr() ||
+    if (bias_.defined() && (!p->bias.defined() || p->bias.data_ptr() != views_[n + i] ||
                             p->bias.scalar_type() != bias_.scalar_type()))
       return false;
-    at += n;
   }
   return true;
 }

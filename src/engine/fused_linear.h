@@ -36,6 +36,7 @@ class FusedLinear {
   std::vector<torch::nn::Linear> parts_;
   std::vector<int64_t> sizes_;
   torch::Tensor weight_, bias_;
+  std::vector<const void*> views_;  // where each part's weight, then each part's bias, was pointed by fuse()
   bool fusable_ = false;
 };
 

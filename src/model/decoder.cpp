@@ -194,13 +194,6 @@ void init_like_transformers(Decoder& m, uint64_t seed, double initializer_range)
   }
 }
 
-torch::Tensor packed_causal_mask(const torch::Tensor& sequence_ids) {
-  const int64_t T = sequence_ids.size(1);
-  torch::Tensor same = sequence_ids.unsqueeze(2) == sequence_ids.unsqueeze(1);  // (B, T, T)
-  torch::Tensor causal = torch::ones({T, T}, sequence_ids.options().dtype(torch::kBool)).tril();
-  return (same & causal).unsqueeze(1);
-}
-
 torch::Tensor grouped_sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                            const torch::Tensor& mask, bool causal, double scale) {
   if (mask.defined() && mask.scalar_type() == torch::kInt) return packed_sdpa(q, k, v, mask, scale);
@@ -213,18 +206,6 @@ torch::Tensor grouped_sdpa(const torch::Tensor& q, const torch::Tensor& k, const
   }
   const torch::Tensor k_all = k.repeat_interleave(groups, 1), v_all = v.repeat_interleave(groups, 1);
   return at::scaled_dot_product_attention(q, k_all, v_all, m, /*dropout_p=*/0.0, causal, scale);
-}
-
-torch::Tensor packed_position_ids(const torch::Tensor& sequence_ids) {
-  const int64_t B = sequence_ids.size(0), T = sequence_ids.size(1);
-  torch::Tensor idx =
-      torch::arange(T, sequence_ids.options().dtype(torch::kLong)).unsqueeze(0).expand({B, T});
-  torch::Tensor start = torch::ones({B, T}, sequence_ids.options().dtype(torch::kBool));
-  if (T > 1)
-    start.narrow(1, 1, T - 1).copy_(sequence_ids.narrow(1, 1, T - 1) != sequence_ids.narrow(1, 0, T - 1));
-  // The index where each token's sequence began: running max of start positions.
-  torch::Tensor begin = std::get<0>(torch::cummax(torch::where(start, idx, torch::zeros_like(idx)), 1));
-  return idx - begin;
 }
 
 }  // namespace musacoder::model

@@ -1,6 +1,7 @@
-// Packed sequences in attention: the cumulative-length layout (packed_cu_seqlens), its dense-mask fallback,
-// and varlen flash attention on CUDA (PyTorch's flash kernels take the run lengths directly: no (T, T) mask,
-// no score matrix, no blocks computed across sequences, and grouped kv heads without repeating them).
+// Packed sequences: their positions, their dense block-diagonal causal mask, the cumulative-length layout
+// (packed_cu_seqlens), and varlen flash attention on CUDA (PyTorch's flash kernels take the run lengths
+// directly: no (T, T) mask, no score matrix, no blocks computed across sequences, and grouped kv heads
+// without repeating them).
 #include <ATen/ops/_flash_attention_backward.h>
 #include <ATen/ops/_flash_attention_forward.h>
 
@@ -38,11 +39,25 @@ class FlashVarlen : public torch::autograd::Function<FlashVarlen> {
   }
 };
 
+// The dtypes PyTorch's flash kernels take.
+bool half_precision(torch::ScalarType t) {
+  return t == torch::kHalf || t == torch::kBFloat16;
+}
+
 bool flash_varlen_usable(const torch::Tensor& q, const torch::Tensor& k) {
-  const auto t = q.scalar_type();
   const int64_t d = q.size(3);
-  return q.is_cuda() && (t == torch::kHalf || t == torch::kBFloat16) && d % 8 == 0 && d <= 256 &&
-         k.size(2) == q.size(2) && q.size(1) % k.size(1) == 0;
+  return q.is_cuda() && half_precision(q.scalar_type()) && d % 8 == 0 && d <= 256 && k.size(2) == q.size(2) &&
+         q.size(1) % k.size(1) == 0;
+}
+
+// (B, T) bool: true where a run of equal ids begins (every row's first token too).
+torch::Tensor run_starts(const torch::Tensor& sequence_ids) {
+  TORCH_CHECK(sequence_ids.dim() == 2, "sequence_ids must be (B, T)");
+  const int64_t B = sequence_ids.size(0), T = sequence_ids.size(1);
+  torch::Tensor start = torch::ones({B, T}, sequence_ids.options().dtype(torch::kBool));
+  if (T > 1)
+    start.narrow(1, 1, T - 1).copy_(sequence_ids.narrow(1, 1, T - 1) != sequence_ids.narrow(1, 0, T - 1));
+  return start;
 }
 
 // (B, H, T, D) -> (B·T, H, D) contiguous.
@@ -52,18 +67,30 @@ torch::Tensor flat(const torch::Tensor& x) {
 
 }  // namespace
 
-torch::Tensor packed_cu_seqlens(const torch::Tensor& sequence_ids) {
-  TORCH_CHECK(sequence_ids.dim() == 2, "sequence_ids must be (B, T)");
+torch::Tensor packed_causal_mask(const torch::Tensor& sequence_ids) {
+  const int64_t T = sequence_ids.size(1);
+  torch::Tensor same = sequence_ids.unsqueeze(2) == sequence_ids.unsqueeze(1);  // (B, T, T)
+  torch::Tensor causal = torch::ones({T, T}, sequence_ids.options().dtype(torch::kBool)).tril();
+  return (same & causal).unsqueeze(1);
+}
+
+torch::Tensor packed_position_ids(const torch::Tensor& sequence_ids) {
+  const torch::Tensor start = run_starts(sequence_ids);
   const int64_t B = sequence_ids.size(0), T = sequence_ids.size(1);
-  torch::Tensor start = torch::ones({B, T}, sequence_ids.options().dtype(torch::kBool));
-  if (T > 1)
-    start.narrow(1, 1, T - 1).copy_(sequence_ids.narrow(1, 1, T - 1) != sequence_ids.narrow(1, 0, T - 1));
-  torch::Tensor starts = start.reshape({-1}).nonzero().squeeze(1);  // the one device-to-host sync
-  return torch::cat({starts, torch::full({1}, B * T, starts.options())}).to(torch::kInt);
+  torch::Tensor idx =
+      torch::arange(T, sequence_ids.options().dtype(torch::kLong)).unsqueeze(0).expand({B, T});
+  // The index where each token's sequence began: running max of start positions.
+  torch::Tensor begin = std::get<0>(torch::cummax(torch::where(start, idx, torch::zeros_like(idx)), 1));
+  return idx - begin;
+}
+
+torch::Tensor packed_cu_seqlens(const torch::Tensor& sequence_ids) {
+  const torch::Tensor starts = run_starts(sequence_ids).reshape({-1}).nonzero().squeeze(1);  // the one sync
+  return torch::cat({starts, torch::full({1}, sequence_ids.numel(), starts.options())}).to(torch::kInt);
 }
 
 torch::Tensor packed_attention_mask(const torch::Tensor& sequence_ids, torch::ScalarType dtype) {
-  const bool flash = sequence_ids.is_cuda() && (dtype == torch::kHalf || dtype == torch::kBFloat16);
+  const bool flash = sequence_ids.is_cuda() && half_precision(dtype);
   return flash ? packed_cu_seqlens(sequence_ids) : packed_causal_mask(sequence_ids);
 }
 
