@@ -1,6 +1,7 @@
 // The paged decode attention kernels; see paged_attention_cuda.h for the algorithm and layouts.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
 #include <cfloat>
@@ -13,21 +14,28 @@ namespace {
 
 constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
-constexpr int kGroup = 8;  // lanes per position in the logits pass
+constexpr int kTile = 32;      // positions per shared-memory stage (one per lane in the softmax)
+constexpr int kLanes = 4;      // lanes per position in the logits: kThreads / kLanes == kTile
+constexpr int kMaxGroup = 16;  // query heads per block; a larger GQA group is split over blocks
 constexpr int kMaxHeadDim = 256;
+static_assert(kThreads / kLanes == kTile && kTile == 32, "one logit per thread group, one position per lane");
 
-// n consecutive elements of T at p (8-byte aligned) as floats, in 8-byte loads.
-template <typename T, int N>
-__device__ __forceinline__ void load_floats(const T* p, float (&out)[N]) {
-  constexpr int kPer = 8 / sizeof(T);
-  static_assert(N % kPer == 0, "whole 8-byte loads");
+// Shared memory of one block: two stages of K and V tiles (T), then q, the tile's logits/probabilities, and
+// per head the running max, sum and this tile's rescale factor (float), then the partition's cache slots.
+struct Smem {
+  int head_dim, elem_bytes, partition;
+  __host__ __device__ size_t kv_bytes() const { return size_t(4) * kTile * head_dim * elem_bytes; }
+  __host__ __device__ size_t float_count() const { return size_t(kMaxGroup) * (head_dim + kTile + 3); }
+  __host__ __device__ size_t bytes() const { return kv_bytes() + float_count() * 4 + size_t(partition) * 4; }
+};
+
+// 16 bytes of T as floats.
+template <typename T>
+__device__ __forceinline__ void chunk_floats(const T* p, float (&out)[16 / sizeof(T)]) {
+  const uint4 raw = *reinterpret_cast<const uint4*>(p);
+  const T* e = reinterpret_cast<const T*>(&raw);
 #pragma unroll
-  for (int i = 0; i < N; i += kPer) {
-    const uint2 raw = *reinterpret_cast<const uint2*>(p + i);
-    const T* e = reinterpret_cast<const T*>(&raw);
-#pragma unroll
-    for (int j = 0; j < kPer; ++j) out[i + j] = to_float(e[j]);
-  }
+  for (int j = 0; j < int(16 / sizeof(T)); ++j) out[j] = to_float(e[j]);
 }
 
 __device__ __forceinline__ float warp_max(float x) {
@@ -36,112 +44,207 @@ __device__ __forceinline__ float warp_max(float x) {
   return x;
 }
 
-// The sum (or max) of one value per warp, written to s by lane 0 of each warp; every thread gets the result.
-template <bool kMax>
-__device__ __forceinline__ float block_reduce(float x, float* s) {
-  x = kMax ? warp_max(x) : warp_sum(x);
-  if (threadIdx.x % 32 == 0) s[threadIdx.x / 32] = x;
-  __syncthreads();
-  float r = s[0];
-#pragma unroll
-  for (int w = 1; w < kWarps; ++w) r = kMax ? fmaxf(r, s[w]) : r + s[w];
-  return r;
-}
+// Which query heads a block serves: kv head kvh's group, split into runs of at most kMaxGroup heads.
+struct HeadRun {
+  int kvh, head0, count;
+  __device__ HeadRun(const PagedDecodeArgs& a, int y) {
+    const int group = a.heads / a.kv_heads, splits = (group + kMaxGroup - 1) / kMaxGroup;
+    kvh = y / splits;
+    const int g0 = (y % splits) * kMaxGroup;
+    head0 = kvh * group + g0;
+    count = min(kMaxGroup, group - g0);
+  }
+};
 
-// One block: one (partition, head, sequence), VPL = head_dim / 32. Three passes over the partition's (at most
-// kPagedDecodePartitionSize) positions, each with many independent loads in flight: (1) logits q·k, a group
-// of kGroup lanes per position; (2) p = exp(logit − partition max) and their sum; (3) Σ p·v, threads covering
-// four dims each and the block's rows of threads taking every R-th position, summed in shared memory.
-template <typename T, int VPL>
-__global__ void __launch_bounds__(kThreads) partition_kernel(PagedDecodeArgs a) {
-  constexpr int D = VPL * 32, E = D / kGroup, kGroups = kThreads / kGroup;
-  constexpr int TR = D / 4, R = kThreads / TR;  // pass 3: threads per row, rows of threads
-  const int part = blockIdx.x, head = blockIdx.y, seq = blockIdx.z;
-  const int ctx = a.context_lens[seq];
-  const int start = part * kPagedDecodePartitionSize;
-  if (start >= ctx) return;  // the merge kernel reads only partitions below ctx
-  const int n = min(ctx - start, kPagedDecodePartitionSize);
-  const int kvh = head / (a.heads / a.kv_heads);
-  __shared__ float s_q[D], s_p[kPagedDecodePartitionSize], s_red[kWarps];
-  __shared__ float s_acc[R][D];
-  const T* q = static_cast<const T*>(a.q) + (static_cast<int64_t>(seq) * a.heads + head) * D;
-  for (int d = threadIdx.x; d < D; d += kThreads) s_q[d] = to_float(q[d]) * a.scale;
-  __syncthreads();
-  const int32_t* table = a.block_tables + static_cast<int64_t>(seq) * a.max_blocks;
-  auto row = [&](int t) {  // element offset of position start + t's row of kv head kvh
-    const int pos = start + t;
-    const int64_t slot = static_cast<int64_t>(table[pos / a.block_size]) * a.block_size + pos % a.block_size;
-    return (slot * a.kv_heads + kvh) * D;
-  };
-  const T* kp = static_cast<const T*>(a.k_pages);
-  const T* vp = static_cast<const T*>(a.v_pages);
-  // (1) Every lane of the block runs every iteration (the shuffles need whole warps); a position past n is
-  // skipped.
-  const int group = threadIdx.x / kGroup, glane = threadIdx.x % kGroup;
-  float qv[E];
-#pragma unroll
-  for (int i = 0; i < E; ++i) qv[i] = s_q[glane * E + i];
-  float m = -FLT_MAX;
-  for (int t0 = 0; t0 < n; t0 += kGroups) {
-    const int t = t0 + group;
-    float dot = 0.f;
-    if (t < n) {
-      float kv[E];
-      load_floats<T, E>(kp + row(t) + glane * E, kv);
-#pragma unroll
-      for (int i = 0; i < E; ++i) dot += qv[i] * kv[i];
+// One block's view of its work: the partition's positions, its heads and the shared-memory arrays.
+template <typename T, int D>
+struct Block {
+  static constexpr int E = 16 / sizeof(T), C = D / E;  // elements per 16-byte chunk, chunks per row
+  const PagedDecodeArgs& a;
+  HeadRun heads;
+  int start, n;                  // the partition's first position and its count
+  T* kv;                         // [2 stages][K, V][kTile][D]
+  float *q, *p, *m, *l, *alpha;  // q [kMaxGroup][D] (scaled), p [kMaxGroup][kTile], m/l/alpha [kMaxGroup]
+  int* slot;                     // [partition]: the cache slot of each position
+
+  // Starts the asynchronous copy of tile `tile`'s K and V rows into its stage.
+  __device__ void stage(int tile) const {
+    T* dst = kv + (tile & 1) * 2 * kTile * D;
+    const int t0 = tile * kTile, rows = min(kTile, n - t0), per_kv = rows * C;
+    for (int i = threadIdx.x; i < 2 * per_kv; i += kThreads) {
+      const int which = i >= per_kv, r = i - which * per_kv, t = r / C, c = r % C;
+      const T* src = static_cast<const T*>(which ? a.v_pages : a.k_pages) +
+                     (static_cast<int64_t>(slot[t0 + t]) * a.kv_heads + heads.kvh) * D + c * E;
+      __pipeline_memcpy_async(dst + (which * kTile + t) * D + c * E, src, 16);
     }
+    __pipeline_commit();
+  }
+
+  // p[g][t] = q_g · k_t for the tile's rows (−FLT_MAX past them): kLanes lanes per position, each holding
+  // every kLanes-th chunk of the row in registers for all heads.
+  __device__ void logits(const T* k, int rows) const {
+    constexpr int CL = C / kLanes;
+    const int t = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
+    float kr[CL][E];
 #pragma unroll
-    for (int o = kGroup / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
-    if (t < n) {
-      if (glane == 0) s_p[t] = dot;
-      m = fmaxf(m, dot);
+    for (int i = 0; i < CL; ++i) {
+      if (t < rows) chunk_floats<T>(k + t * D + (lane + i * kLanes) * E, kr[i]);
+    }
+    for (int g = 0; g < heads.count; ++g) {
+      float dot = 0.f;
+      if (t < rows) {
+#pragma unroll
+        for (int i = 0; i < CL; ++i) {
+          const float4* qv = reinterpret_cast<const float4*>(q + g * D + (lane + i * kLanes) * E);
+#pragma unroll
+          for (int j = 0; j < E / 4; ++j) {
+            const float4 x = qv[j];
+            dot +=
+                x.x * kr[i][4 * j] + x.y * kr[i][4 * j + 1] + x.z * kr[i][4 * j + 2] + x.w * kr[i][4 * j + 3];
+          }
+        }
+      }
+#pragma unroll
+      for (int o = kLanes / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+      if (lane == 0) p[g * kTile + t] = t < rows ? dot : -FLT_MAX;
     }
   }
-  m = block_reduce<true>(m, s_red);  // its __syncthreads also publishes s_p
-  // (2)
-  float sum = 0.f;
-  for (int t = threadIdx.x; t < n; t += kThreads) {
-    const float p = __expf(s_p[t] - m);
-    s_p[t] = p;
-    sum += p;
+
+  // Online softmax over the tile, a warp per head and a lane per position: p becomes exp(logit − new max),
+  // alpha the factor that rescales what the earlier tiles accumulated; m and l the running max and sum.
+  __device__ void softmax(int rows) const {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    for (int g = warp; g < heads.count; g += kWarps) {
+      const float x = p[g * kTile + lane], m_old = m[g];
+      const float m_new = fmaxf(m_old, warp_max(x));
+      const float e = lane < rows ? __expf(x - m_new) : 0.f;
+      p[g * kTile + lane] = e;
+      const float sum = warp_sum(e);
+      if (lane == 0) {
+        alpha[g] = __expf(m_old - m_new);
+        l[g] = l[g] * alpha[g] + sum;
+        m[g] = m_new;
+      }
+    }
   }
-  __syncthreads();  // every thread has read s_red (the max) and written its s_p
-  sum = block_reduce<false>(sum, s_red);
-  // (3)
-  const int r = threadIdx.x / TR, c = (threadIdx.x % TR) * 4;
-  if (r < R) {
-    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+};
+
+// Σ p·v: thread (s, c) owns chunk c of the output of heads s, s + S, s + 2S, ... (S = kThreads / C).
+template <typename T, int D>
+struct Accumulator {
+  using B = Block<T, D>;
+  static constexpr int E = B::E, C = B::C, S = kThreads / C, HJ = (kMaxGroup + S - 1) / S;
+  float acc[HJ][E] = {};
+  const int s = threadIdx.x / C, c = threadIdx.x % C;
+
+  __device__ void add(const B& b, const T* v, int rows) {
+    if (s >= S) return;
+#pragma unroll
+    for (int j = 0; j < HJ; ++j) {
+      const int g = s + j * S;
+      const float f = g < b.heads.count ? b.alpha[g] : 0.f;
+#pragma unroll
+      for (int e = 0; e < E; ++e) acc[j][e] *= f;
+    }
 #pragma unroll 4
-    for (int t = r; t < n; t += R) {
-      float v[4];
-      load_floats<T, 4>(vp + row(t) + c, v);
-      const float p = s_p[t];
+    for (int t = 0; t < rows; ++t) {
+      float vr[E];
+      chunk_floats<T>(v + t * D + c * E, vr);
 #pragma unroll
-      for (int i = 0; i < 4; ++i) acc[i] += p * v[i];
+      for (int j = 0; j < HJ; ++j) {
+        const int g = s + j * S;
+        if (g < b.heads.count) {
+          const float pr = b.p[g * kTile + t];
+#pragma unroll
+          for (int e = 0; e < E; ++e) acc[j][e] += pr * vr[e];
+        }
+      }
     }
-#pragma unroll
-    for (int i = 0; i < 4; ++i) s_acc[r][c + i] = acc[i];
   }
+
+  // The partition's unnormalised output, max and sum per head.
+  __device__ void write(const B& b, int part) const {
+    const PagedDecodeArgs& a = b.a;
+    auto row = [&](int g) {
+      return (static_cast<int64_t>(blockIdx.z) * a.heads + b.heads.head0 + g) * a.partitions + part;
+    };
+    if (s < S) {
+#pragma unroll
+      for (int j = 0; j < HJ; ++j) {
+        const int g = s + j * S;
+        if (g >= b.heads.count) continue;
+        float4* o = reinterpret_cast<float4*>(a.partial_out + row(g) * D + c * E);
+#pragma unroll
+        for (int e = 0; e < E; e += 4)
+          o[e / 4] = make_float4(acc[j][e], acc[j][e + 1], acc[j][e + 2], acc[j][e + 3]);
+      }
+    }
+    if (threadIdx.x < b.heads.count) {
+      a.partial_max[row(threadIdx.x)] = b.m[threadIdx.x];
+      a.partial_sum[row(threadIdx.x)] = b.l[threadIdx.x];
+    }
+  }
+};
+
+// One block: one (partition, run of query heads of one kv head, sequence). K and V tiles of kTile positions
+// stream through two shared-memory stages (the next tile's copy in flight while this one is used); per tile
+// the logits, an online-softmax update and Σ p·v.
+template <typename T, int D>
+__global__ void __launch_bounds__(kThreads) partition_kernel(PagedDecodeArgs a) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int part = blockIdx.x, seq = blockIdx.z, ctx = a.context_lens[seq];
+  const int start = part * a.partition_size;
+  if (start >= ctx) return;  // the merge kernel reads only partitions below ctx
+  const Smem layout{D, int(sizeof(T)), a.partition_size};
+  float* f = reinterpret_cast<float*>(smem + layout.kv_bytes());
+  Block<T, D> b{a,
+                HeadRun(a, blockIdx.y),
+                start,
+                min(ctx - start, a.partition_size),
+                reinterpret_cast<T*>(smem),
+                f,
+                f + kMaxGroup * D,
+                f + kMaxGroup * (D + kTile),
+                f + kMaxGroup * (D + kTile + 1),
+                f + kMaxGroup * (D + kTile + 2),
+                reinterpret_cast<int*>(f + layout.float_count())};
+  const T* q = static_cast<const T*>(a.q) + (static_cast<int64_t>(seq) * a.heads + b.heads.head0) * D;
+  for (int i = threadIdx.x; i < b.heads.count * D; i += kThreads) b.q[i] = to_float(q[i]) * a.scale;
+  const int32_t* table = a.block_tables + static_cast<int64_t>(seq) * a.max_blocks;
+  for (int t = threadIdx.x; t < b.n; t += kThreads) {
+    const int pos = start + t;
+    b.slot[t] = table[pos / a.block_size] * a.block_size + pos % a.block_size;
+  }
+  if (threadIdx.x < kMaxGroup) b.m[threadIdx.x] = -FLT_MAX, b.l[threadIdx.x] = 0.f;
   __syncthreads();
-  const int64_t out_row = (static_cast<int64_t>(seq) * a.heads + head) * a.partitions + part;
-  for (int d = threadIdx.x; d < D; d += kThreads) {
-    float o = 0.f;
-#pragma unroll
-    for (int i = 0; i < R; ++i) o += s_acc[i][d];
-    a.partial_out[out_row * D + d] = o;
+  Accumulator<T, D> acc;
+  const int tiles = (b.n + kTile - 1) / kTile;
+  b.stage(0);
+  for (int tile = 0; tile < tiles; ++tile) {
+    if (tile + 1 < tiles) {
+      b.stage(tile + 1);
+      __pipeline_wait_prior(1);
+    } else {
+      __pipeline_wait_prior(0);
+    }
+    __syncthreads();  // this tile's rows, copied by every thread, are in shared memory
+    const T* k = b.kv + (tile & 1) * 2 * kTile * D;
+    const int rows = min(kTile, b.n - tile * kTile);
+    b.logits(k, rows);
+    __syncthreads();
+    b.softmax(rows);
+    __syncthreads();
+    acc.add(b, k + kTile * D, rows);
+    __syncthreads();  // the stage is refilled two tiles on; p is rewritten by the next tile
   }
-  if (threadIdx.x == 0) {
-    a.partial_max[out_row] = m;
-    a.partial_sum[out_row] = sum;
-  }
+  acc.write(b, part);
 }
 
 // One block per (head, sequence): merges the partitions that hold context.
 template <typename T>
 __global__ void merge_kernel(PagedDecodeArgs a) {
   const int head = blockIdx.x, seq = blockIdx.y, D = a.head_dim;
-  const int parts = (a.context_lens[seq] + kPagedDecodePartitionSize - 1) / kPagedDecodePartitionSize;
+  const int parts = (a.context_lens[seq] + a.partition_size - 1) / a.partition_size;
   const int64_t base = (static_cast<int64_t>(seq) * a.heads + head) * a.partitions;
   float gmax = -FLT_MAX;
   for (int p = 0; p < parts; ++p) gmax = fmaxf(gmax, a.partial_max[base + p]);
@@ -156,24 +259,40 @@ __global__ void merge_kernel(PagedDecodeArgs a) {
   }
 }
 
-template <typename T, int VPL>
+template <typename T, int D>
 cudaError_t launch_typed(const PagedDecodeArgs& a, cudaStream_t stream) {
-  partition_kernel<T, VPL><<<dim3(a.partitions, a.heads, a.batch), kThreads, 0, stream>>>(a);
+  // Above 48 KB a kernel needs its dynamic shared-memory limit raised, once (before any graph capture: the
+  // engine's warm-up step runs the kernel eagerly first).
+  static const cudaError_t raised =
+      cudaFuncSetAttribute(partition_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(Smem{D, int(sizeof(T)), kPagedDecodeMaxPartition}.bytes()));
+  if (raised != cudaSuccess) return raised;
+  const int group = a.heads / a.kv_heads, splits = (group + kMaxGroup - 1) / kMaxGroup;
+  const size_t bytes = Smem{D, int(sizeof(T)), a.partition_size}.bytes();
+  partition_kernel<T, D><<<dim3(a.partitions, a.kv_heads * splits, a.batch), kThreads, bytes, stream>>>(a);
   merge_kernel<T><<<dim3(a.heads, a.batch), 128, 0, stream>>>(a);
   return cudaGetLastError();
 }
 
 template <typename T>
 cudaError_t launch_dim(const PagedDecodeArgs& a, cudaStream_t stream) {
-  switch (a.head_dim / 32) {
-    case 1: return launch_typed<T, 1>(a, stream);
-    case 2: return launch_typed<T, 2>(a, stream);
-    case 3: return launch_typed<T, 3>(a, stream);
-    case 4: return launch_typed<T, 4>(a, stream);
-    case 5: return launch_typed<T, 5>(a, stream);
-    case 6: return launch_typed<T, 6>(a, stream);
-    case 7: return launch_typed<T, 7>(a, stream);
-    case 8: return launch_typed<T, 8>(a, stream);
+  switch (a.head_dim) {
+    case 32:
+      return launch_typed<T, 32>(a, stream);
+    case 64:
+      return launch_typed<T, 64>(a, stream);
+    case 96:
+      return launch_typed<T, 96>(a, stream);
+    case 128:
+      return launch_typed<T, 128>(a, stream);
+    case 160:
+      return launch_typed<T, 160>(a, stream);
+    case 192:
+      return launch_typed<T, 192>(a, stream);
+    case 224:
+      return launch_typed<T, 224>(a, stream);
+    case 256:
+      return launch_typed<T, 256>(a, stream);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -184,8 +303,16 @@ bool paged_decode_supports_head_dim(int head_dim) {
   return head_dim % 32 == 0 && head_dim >= 32 && head_dim <= kMaxHeadDim;
 }
 
+int paged_decode_partition_size(int batch, int heads, int kv_heads) {
+  const int64_t blocks_per_partition =
+      int64_t(batch) * kv_heads * ((heads / kv_heads + kMaxGroup - 1) / kMaxGroup);
+  return blocks_per_partition <= 16 ? 64 : blocks_per_partition <= 128 ? 128 : kPagedDecodeMaxPartition;
+}
+
 int paged_decode_launch(const PagedDecodeArgs& a, void* stream) {
-  if (!paged_decode_supports_head_dim(a.head_dim) || a.heads % a.kv_heads != 0) return cudaErrorInvalidValue;
+  if (!paged_decode_supports_head_dim(a.head_dim) || a.kv_heads <= 0 || a.heads % a.kv_heads != 0 ||
+      a.partition_size % kTile != 0 || a.partition_size <= 0 || a.partition_size > kPagedDecodeMaxPartition)
+    return cudaErrorInvalidValue;
   auto s = static_cast<cudaStream_t>(stream);
   switch (a.dtype) {
     case 0: return launch_dim<float>(a, s);

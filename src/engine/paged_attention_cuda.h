@@ -2,21 +2,23 @@
 // (paged_attention_cuda_torch.cpp). The launcher below takes raw pointers so the .cu needs no libtorch
 // headers; only CUDA builds of libtorch compile the wrapper (MUSACODER_ENGINE_CUDA).
 //
-// Algorithm (flash-decoding): the grid is (partitions, heads, sequences); a block of 128 threads takes one
-// partition of kPagedDecodePartitionSize context positions in three passes, each with many independent loads
-// in flight (a serial online softmax, one position at a time per warp, left a batch-1 step latency-bound):
-// the logits q·k (8 lanes per position, 16 positions at a time) into shared memory, then exp(logit − the
-// partition's max) and their sum, then Σ p·v (threads over four dims each, rows of threads over positions).
-// It writes the partition's unnormalised output, max and sum; a second kernel merges the partitions.
-// Positions beyond a sequence's context are never read, so padding rows of a graph (context 1 on the null
-// block) cost one position.
+// Algorithm (flash-decoding, GQA-aware): the grid is (partitions, kv heads × runs of at most 16 of their
+// query heads, sequences), so each block reads a partition's K and V rows once for every query head of its kv
+// head. A block of 128 threads streams its partition through two shared-memory stages of 32 positions
+// (cp.async: the next tile's rows are in flight while this one is used); per tile the logits (4 lanes per
+// position), an online-softmax update (a warp per head) and Σ p·v (threads over 16-byte chunks of the output,
+// heads spread over the rest). It writes each head's unnormalised output, max and sum for the partition; a
+// second kernel merges the partitions. The partition size follows the launch's shape
+// (paged_decode_partition_size): small when few (sequence, kv head) pairs would leave most multiprocessors
+// idle. Positions beyond a sequence's context are never read, so padding rows of a graph (context 1 on the
+// null block) cost one position.
 #pragma once
 
 #include <cstdint>
 
 namespace musacoder::engine {
 
-constexpr int kPagedDecodePartitionSize = 256;
+constexpr int kPagedDecodeMaxPartition = 256;  // positions per block at most
 
 struct PagedDecodeArgs {
   void* out = nullptr;             // (B, H, D), q's dtype
@@ -29,11 +31,16 @@ struct PagedDecodeArgs {
   float* partial_max = nullptr;    // (B, H, partitions)
   float* partial_sum = nullptr;    // (B, H, partitions)
   int batch = 0, heads = 0, kv_heads = 0, head_dim = 0, block_size = 0, max_blocks = 0, partitions = 0;
+  int partition_size =
+      kPagedDecodeMaxPartition;  // positions per partition: a multiple of 32, at most the max
   float scale = 1.0f;
   int dtype = 0;  // 0 float32, 1 float16, 2 bfloat16
 };
 
 bool paged_decode_supports_head_dim(int head_dim);
+// The partition size for a launch of this shape: 64, 128 or 256 positions as the blocks per partition
+// (batch × kv heads × runs of 16 query heads) grow. Depends only on shapes, so a CUDA graph can capture it.
+int paged_decode_partition_size(int batch, int heads, int kv_heads);
 // Returns the cudaError_t of the launches (0: success). stream: a cudaStream_t.
 int paged_decode_launch(const PagedDecodeArgs& args, void* stream);
 

@@ -16,9 +16,11 @@ torch::Tensor paged_decode_cuda(const torch::Tensor& q, const torch::Tensor& k_p
   TORCH_CHECK(k_pages.scalar_type() == q.scalar_type(), "paged_decode_cuda: pages and q differ in dtype");
   auto qc = q.contiguous();
   auto tables = block_tables.contiguous();
-  const int64_t B = q.size(0), H = q.size(1), D = q.size(2);
-  const int64_t partitions =
-      (tables.size(1) * k_pages.size(1) + kPagedDecodePartitionSize - 1) / kPagedDecodePartitionSize;
+  const int64_t B = q.size(0), H = q.size(1), D = q.size(2), kv_heads = k_pages.size(2);
+  TORCH_CHECK(kv_heads > 0 && H % kv_heads == 0, "paged_decode_cuda: heads must be a multiple of kv heads");
+  const int partition_size =
+      paged_decode_partition_size(static_cast<int>(B), static_cast<int>(H), static_cast<int>(kv_heads));
+  const int64_t partitions = (tables.size(1) * k_pages.size(1) + partition_size - 1) / partition_size;
   auto f32 = q.options().dtype(torch::kFloat);
   auto partial_out = torch::empty({B, H, partitions, D}, f32);
   auto partial_max = torch::empty({B, H, partitions}, f32);
@@ -34,9 +36,10 @@ torch::Tensor paged_decode_cuda(const torch::Tensor& q, const torch::Tensor& k_p
   a.partial_out = partial_out.data_ptr<float>();
   a.partial_max = partial_max.data_ptr<float>();
   a.partial_sum = partial_sum.data_ptr<float>();
-  a.batch = static_cast<int>(B), a.heads = static_cast<int>(H), a.kv_heads = static_cast<int>(k_pages.size(2));
+  a.batch = static_cast<int>(B), a.heads = static_cast<int>(H), a.kv_heads = static_cast<int>(kv_heads);
   a.head_dim = static_cast<int>(D), a.block_size = static_cast<int>(k_pages.size(1));
   a.max_blocks = static_cast<int>(tables.size(1)), a.partitions = static_cast<int>(partitions);
+  a.partition_size = partition_size;
   a.scale = static_cast<float>(scale);
   a.dtype = kernel_dtype_code(q, "paged_decode_cuda");
   const int err = paged_decode_launch(a, c10::cuda::getCurrentCUDAStream().stream());

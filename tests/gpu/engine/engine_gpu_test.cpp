@@ -16,6 +16,7 @@
 #include "engine/engine.h"
 #include "engine/fused_ops_cuda.h"
 #include "engine/paged_attention.h"
+#include "engine/paged_attention_cuda.h"
 #include "engine/token_mixer.h"
 #include "model/checkpoint.h"
 #include "model/decoder.h"
@@ -33,6 +34,24 @@ struct KernelCase {
   double tolerance;
 };
 
+// The kernel's partition size for a launch of this shape (0 in builds without the kernel).
+int partition_size(int64_t batch, int64_t heads, int64_t kv_heads) {
+#ifdef MUSACODER_ENGINE_CUDA
+  return paged_decode_partition_size(static_cast<int>(batch), static_cast<int>(heads),
+                                     static_cast<int>(kv_heads));
+#else
+  (void)batch, (void)heads, (void)kv_heads;
+  return 0;
+#endif
+}
+
+// n contexts spread over [1, longest] (a batch large enough to get the largest partitions).
+std::vector<int64_t> spread_contexts(int64_t n, int64_t longest) {
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < n; ++i) out.push_back(1 + (i * 7919) % longest);
+  return out;
+}
+
 TEST(PagedDecodeKernel, MatchesSdpaOnGatheredKv) {
   if (!have_cuda()) GTEST_SKIP() << "no CUDA device";
   ASSERT_TRUE(cuda_decode_kernel_available(128)) << "this build has no CUDA decode kernel";
@@ -44,6 +63,12 @@ TEST(PagedDecodeKernel, MatchesSdpaOnGatheredKv) {
       {torch::kFloat, 9, 3, 64, 16, {1, 2, 3, 900}, 2e-5},
       {torch::kHalf, 4, 2, 96, 16, {17, 600}, 5e-3},  // rows of threads that do not fill the block
       {torch::kFloat, 4, 1, 32, 8, {300, 255, 256, 257}, 2e-5},
+      // 20 query heads per kv head: two runs of heads per kv head; tile edges (31, 32, 33); partitions of 128
+      {torch::kBFloat16, 40, 2, 128, 16, {31, 32, 33, 95, 700}, 2e-2},
+      {torch::kFloat, 6, 2, 160, 16, {65, 64, 63, 513}, 2e-5},  // 20 chunks per row, 6 threads' rows of heads
+      {torch::kBFloat16, 16, 1, 128, 16, {1, 4000}, 2e-2},      // MQA-like: one kv head, a long context
+      {torch::kHalf, 8, 4, 64, 16, spread_contexts(40, 1500),
+       5e-3},  // 160 blocks per partition: 256 positions
   };
   torch::manual_seed(0);
   for (const auto& c : cases) {
@@ -64,8 +89,10 @@ TEST(PagedDecodeKernel, MatchesSdpaOnGatheredKv) {
     auto ref = paged_decode_reference(q.to(torch::kFloat), kp.to(torch::kFloat), vp.to(torch::kFloat), tables, lens,
                                       longest, scale);
     const double err = (ours.to(torch::kFloat) - ref).abs().max().item<double>();
-    std::printf("GPU_RESULT paged_decode dtype=%s H=%ld Hkv=%ld D=%ld bs=%ld max_abs_err=%.3g\n",
-                c10::toString(c.dtype), c.heads, c.kv_heads, c.head_dim, c.block_size, err);
+    std::printf(
+        "GPU_RESULT paged_decode dtype=%s H=%ld Hkv=%ld D=%ld bs=%ld B=%ld partition=%d max_abs_err=%.3g\n",
+        c10::toString(c.dtype), c.heads, c.kv_heads, c.head_dim, c.block_size, B,
+        partition_size(B, c.heads, c.kv_heads), err);
     EXPECT_LE(err, c.tolerance) << c10::toString(c.dtype) << " D=" << c.head_dim;
   }
 }
