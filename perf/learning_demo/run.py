@@ -11,6 +11,10 @@
    over the run (PrimeEcho, lesson 38% -> 56% at its scale), MirrorPop's learned share (<= 30%) and the compute
    it saved (lesson 25-35%).
 
+3. With --curve-every K, each variant's RL also saves a checkpoint every K steps and each one is evaluated on the
+   held-out split: held-out first-turn Pass@1 over RL steps (step 0: the SFT model), with the passing samples
+   counted, so a rise can be told from noise.
+
 Writes OUT/learning_demo.json and OUT/learning_demo.md (the tables, with the commands run and wall times).
 Stages whose outputs exist are skipped, so a run cut short by a time limit continues where it stopped.
 
@@ -90,7 +94,8 @@ def quickstart(args, out):
            "--overwrite", "--no-progress", "--seed", str(args.seed), "--train-tasks", str(args.train_tasks),
            "--heldout-tasks", str(args.heldout_tasks), "--samples", str(args.samples),
            "--steps", str(args.sft_steps), "--max-seq-len", str(args.max_seq_len),
-           "--rl-steps", str(args.rl_steps), "--rl-prompts", str(args.rl_prompts),
+           "--rl-steps", str(args.rl_steps if args.quickstart_rl_steps is None else args.quickstart_rl_steps),
+           "--rl-prompts", str(args.rl_prompts),
            "--rl-samples", str(args.rl_samples), "--max-new-tokens", str(args.max_new_tokens),
            "--verify-workers", str(args.verify_workers)]
     code, seconds = run(cmd, os.path.join(out, "quickstart.log"))
@@ -111,19 +116,71 @@ def variant(args, out, qs, name):
                "--max-new-tokens", str(args.max_new_tokens), "--temperature", "0.9", "--seed", str(args.seed),
                "--learning-rate", str(args.rl_learning_rate), "--bdr-retry-every", "2",
                "--mirrorpop-update-every", "2", "--no-progress", "--no-tensorboard"] + VARIANTS[name]
+        if args.curve_every > 0:
+            cmd += ["--save-steps", str(args.curve_every)]
         if args.backend == "cuda":
             cmd.append("--bf16")
         code, seconds["rl"] = run(cmd, os.path.join(out, "rl-%s.log" % name))
         if code != 0:
             return {"error": "train-rl exit %d (rl-%s.log)" % (code, name)}
     result = {"rl": rl_numbers(os.path.join(rl_dir, "metrics.jsonl"))}
-    result["heldout"], seconds["eval"] = evaluate(args, rl_dir, os.path.join(qs, "data", "heldout", "tasks"),
-                                                  eval_dir, "eval-%s.log" % name, out)
+    heldout_tasks = os.path.join(qs, "data", "heldout", "tasks")
+    result["heldout"], seconds["eval"] = evaluate(args, rl_dir, heldout_tasks, eval_dir, "eval-%s.log" % name, out)
+    if args.curve_every > 0:
+        result["curve"], seconds["curve"] = curve(args, out, qs, name, rl_dir, result)
     if args.bundled:
         result["bundled"], seconds["bundled"] = evaluate(args, rl_dir, "", eval_dir + "-bundled",
                                                          "eval-%s-bundled.log" % name, out)
     result["seconds"] = seconds
     return result
+
+
+def checkpoint_steps(rl_dir):
+    """The steps of the checkpoint-N directories train-rl left in rl_dir, ascending."""
+    steps = []
+    for entry in os.listdir(rl_dir) if os.path.isdir(rl_dir) else []:
+        if entry.startswith("checkpoint-") and entry[len("checkpoint-"):].isdigit():
+            steps.append(int(entry[len("checkpoint-"):]))
+    return sorted(steps)
+
+
+def curve(args, out, qs, name, rl_dir, result):
+    """Held-out first-turn numbers over RL: the SFT model (step 0), every saved checkpoint, the final model."""
+    with open(os.path.join(qs, "summary.json")) as f:
+        sft = [p for p in json.load(f).get("points", []) if p.get("stage") == "after SFT"]
+    points = [dict(sft[0], step=0)] if sft else []
+    seconds = 0.0
+    final_step = result["rl"].get("steps")
+    for step in checkpoint_steps(rl_dir):
+        if step == final_step:
+            continue  # the final model, evaluated already
+        numbers, s = evaluate(args, os.path.join(rl_dir, "checkpoint-%d" % step),
+                              os.path.join(qs, "data", "heldout", "tasks"),
+                              os.path.join(out, "eval-%s-step%d" % (name, step)), "eval-%s-step%d.log" % (name, step),
+                              out)
+        seconds += s or 0.0
+        points.append(dict(numbers, step=step))
+    if final_step:
+        points.append(dict(result["heldout"], step=final_step))
+    return points, seconds
+
+
+def curve_lines(report):
+    """The learning curves of the variants that have one, as markdown lines (empty when none has)."""
+    heldout = report["quickstart"].get("heldout_tasks", 0) * report["k"]
+    lines = []
+    for name, v in report["ablation"].items():
+        if not v.get("curve"):
+            continue
+        lines += ["", "Held-out first turn over RL, `%s` (%d samples per point):" % (name, heldout), "",
+                  "| RL step | Pass@1 | passing samples | Pass@k |", "|---|---|---|---|"]
+        for p in v["curve"]:
+            if "error" in p:
+                lines.append("| %d | %s | | |" % (p["step"], p["error"]))
+                continue
+            lines.append("| %d | %s | %d | %s |" % (p["step"], pct(p["pass_at_1"]), round(p["pass_at_1"] * heldout),
+                                                  pct(p["pass_at_k"])))
+    return lines
 
 
 def evaluate(args, model, tasks, eval_dir, log_name, out):
@@ -166,6 +223,7 @@ def write_report(out, report, echo=False):
             pct(rl.get("first_turn_pass_second_half")), pct(rl.get("bdr_recovered_share")),
             pct(rl.get("mirrorpop_learned_share")), pct(rl.get("mirrorpop_compute_saved")),
             "%.1f" % rl["seconds_per_step"] if rl.get("seconds_per_step") else "—"))
+    lines += curve_lines(report)
     with open(os.path.join(out, "learning_demo.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     with open(os.path.join(out, "learning_demo.json"), "w") as f:
@@ -194,7 +252,13 @@ def main():
     ap.add_argument("--verify-workers", type=int, default=8)
     ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset of " + ",".join(VARIANTS))
     ap.add_argument("--bundled", action="store_true", help="also evaluate each RL model on the bundled suite")
+    ap.add_argument("--curve-every", type=int, default=0,
+                    help="checkpoint each variant's RL every K steps and evaluate each checkpoint on the held-out split")
+    ap.add_argument("--quickstart-rl-steps", type=int,
+                    help="RL steps of the quickstart's own run (default: --rl-steps); the variants run --rl-steps")
     args = ap.parse_args()
+    if args.curve_every < 0:
+        ap.error("--curve-every must be >= 0")
     unknown = [v for v in args.variants.split(",") if v and v not in VARIANTS]
     if unknown:
         ap.error("unknown variants: " + ", ".join(unknown))

@@ -62,3 +62,37 @@ def test_eval_numbers_read_the_first_turn_overall_means(tmp_path):
     n = demo.eval_numbers(str(tmp_path / "summary.json"))
     assert n == {"pass_at_1": 0.25, "pass_at_k": 0.5, "avg_at_k": 0.3, "fast_1": 0.125,
                  "verdicts": {"ok": 3, "compile_error": 5}}
+
+
+def test_curve_evaluates_every_checkpoint_but_the_final_one_and_starts_at_the_sft_point(tmp_path, monkeypatch):
+    qs = tmp_path / "quickstart"
+    qs.mkdir()
+    with open(qs / "summary.json", "w") as f:
+        json.dump({"heldout_tasks": 4, "points": [
+            {"stage": "before SFT", "pass_at_1": 0.0, "pass_at_k": 0.0, "avg_at_k": 0.0, "fast_1": 0.0},
+            {"stage": "after SFT", "pass_at_1": 0.125, "pass_at_k": 0.25, "avg_at_k": 0.125, "fast_1": 0.125}]}, f)
+    rl_dir = tmp_path / "rl-baseline"
+    for d in ("checkpoint-4", "checkpoint-2", "checkpoint-6", "checkpoint-x", "tensorboard"):
+        (rl_dir / d).mkdir(parents=True)
+    assert demo.checkpoint_steps(str(rl_dir)) == [2, 4, 6]
+    evaluated = []
+
+    def fake_evaluate(args, model, tasks, eval_dir, log_name, out):
+        evaluated.append((os.path.basename(model), os.path.basename(eval_dir), log_name))
+        step = int(model.rsplit("-", 1)[1])
+        return {"pass_at_1": step / 16, "pass_at_k": step / 8}, 1.5
+
+    monkeypatch.setattr(demo, "evaluate", fake_evaluate)
+    result = {"rl": {"steps": 6}, "heldout": {"pass_at_1": 0.5, "pass_at_k": 0.75}}
+    points, seconds = demo.curve(None, str(tmp_path), str(qs), "baseline", str(rl_dir), result)
+    assert evaluated == [("checkpoint-2", "eval-baseline-step2", "eval-baseline-step2.log"),
+                         ("checkpoint-4", "eval-baseline-step4", "eval-baseline-step4.log")]
+    assert [p["step"] for p in points] == [0, 2, 4, 6]
+    assert [p["pass_at_1"] for p in points] == [0.125, 0.125, 0.25, 0.5]
+    assert seconds == 3.0
+    report = {"k": 4, "quickstart": {"heldout_tasks": 4}, "ablation": {"baseline": {"curve": points}, "all": {}}}
+    lines = demo.curve_lines(report)
+    assert lines[1] == "Held-out first turn over RL, `baseline` (16 samples per point):"
+    assert lines[5:] == ["| 0 | 12.5% | 2 | 25.0% |", "| 2 | 12.5% | 2 | 25.0% |", "| 4 | 25.0% | 4 | 50.0% |",
+                         "| 6 | 50.0% | 8 | 75.0% |"]
+    assert demo.curve_lines({"k": 4, "quickstart": {}, "ablation": {"all": {}}}) == []
