@@ -17,6 +17,7 @@ AdamW::AdamW(std::vector<NamedParam> params, AdamWOptions options, std::vector<b
   MC_CHECK(owned_.size() == params_.size());
   const std::size_t n = params_.size();
   grad32_.resize(n);
+  grad32_stale_.assign(n, true);
   master_.resize(n);
   exp_avg_.resize(n);
   exp_avg_sq_.resize(n);
@@ -24,7 +25,7 @@ AdamW::AdamW(std::vector<NamedParam> params, AdamWOptions options, std::vector<b
   torch::NoGradGuard no_grad;
   for (std::size_t i = 0; i < n; ++i) {
     const torch::Tensor& p = params_[i].param;
-    if (low_precision(p)) grad32_[i] = torch::zeros(p.sizes(), p.options().dtype(torch::kFloat));
+    if (low_precision(p)) grad32_[i] = torch::empty(p.sizes(), p.options().dtype(torch::kFloat));
     if (!owned_[i]) continue;
     master_[i] = low_precision(p) ? p.detach().to(torch::kFloat).clone() : p;
     exp_avg_[i] = torch::zeros_like(master_[i]);
@@ -38,7 +39,12 @@ void AdamW::accumulate_grads() {
   for (std::size_t i = 0; i < params_.size(); ++i) {
     torch::Tensor& p = params_[i].param;
     if (!grad32_[i].defined() || !p.grad().defined()) continue;
-    grad32_[i].add_(p.grad());
+    if (grad32_stale_[i]) {
+      grad32_[i].copy_(p.grad());  // the first backward since the last step: a cast, no zeroing and adding
+      grad32_stale_[i] = false;
+    } else {
+      grad32_[i].add_(p.grad());
+    }
     p.mutable_grad() = torch::Tensor();
   }
 }
@@ -47,6 +53,7 @@ std::vector<torch::Tensor> AdamW::grads() {
   std::vector<torch::Tensor> out;
   for (std::size_t i = 0; i < params_.size(); ++i) {
     if (grad32_[i].defined()) {
+      if (grad32_stale_[i]) grad32_[i].zero_(), grad32_stale_[i] = false;  // no backward reached it
       out.push_back(grad32_[i]);
       continue;
     }
@@ -115,7 +122,7 @@ void AdamW::step(double lr) {
 
 void AdamW::zero_grad() {
   for (std::size_t i = 0; i < params_.size(); ++i) {
-    if (grad32_[i].defined()) grad32_[i].zero_();
+    grad32_stale_[i] = true;  // overwritten by the next accumulate_grads, zeroed by grads() if none comes
     params_[i].param.mutable_grad() = torch::Tensor();
   }
 }

@@ -138,6 +138,32 @@ TEST(AdamW, ClipsOnTheDeviceAndKeepsFp32MastersForBf16Params) {
   EXPECT_NEAR(p[0].param[0][0].item<double>(), 0.5, 1e-2);  // first Adam step moves by lr
 }
 
+// The fp32 buffer is overwritten by the first backward after a step (not zeroed and added to), and reads as
+// zeros when no backward reached a parameter since the step.
+TEST(AdamW, Bf16GradientBuffersStartFreshAfterEachStep) {
+  std::vector<NamedParam> p = {{"a", torch::ones({3}).to(torch::kBFloat16).requires_grad_(true)},
+                               {"b", torch::ones({2}).to(torch::kBFloat16).requires_grad_(true)}};
+  AdamW opt(p, {});
+  EXPECT_EQ(opt.grads()[1].abs().sum().item<double>(), 0.0);  // never accumulated: zeros
+  p[0].param.mutable_grad() = torch::full({3}, 5.0).to(torch::kBFloat16);
+  p[1].param.mutable_grad() = torch::full({2}, 7.0).to(torch::kBFloat16);
+  opt.accumulate_grads();
+  opt.step(0.1);
+  p[0].param.mutable_grad() = torch::full({3}, 2.0).to(torch::kBFloat16);
+  opt.accumulate_grads();  // only "a" gets a gradient this step
+  p[0].param.mutable_grad() = torch::full({3}, 0.5).to(torch::kBFloat16);
+  opt.accumulate_grads();
+  auto g = opt.grads();
+  EXPECT_TRUE(torch::equal(g[0], torch::full({3}, 2.5)))
+      << g[0];                                                 // 2 + 0.5, nothing of the 5 before the step
+  EXPECT_TRUE(torch::equal(g[1], torch::zeros({2}))) << g[1];  // not the 7 before the step
+  opt.zero_grad();
+  p[1].param.mutable_grad() = torch::full({2}, 1.0).to(torch::kBFloat16);
+  opt.accumulate_grads();
+  EXPECT_TRUE(torch::equal(opt.grads()[1], torch::ones({2})));
+  EXPECT_TRUE(torch::equal(opt.grads()[0], torch::zeros({3})));
+}
+
 TEST(Zero1, OwnersBalanceElementCounts) {
   // Largest first, each to the lighter rank: 100 → r0; 60 → r1; 50 → r1 (60 < 100: 110); 40 → r0 (140); 10 → r1.
   auto owner = DataParallel::assign_owners({50, 100, 10, 60, 40}, 2);
