@@ -83,6 +83,50 @@ __global__ void __launch_bounds__(kElementThreads) rope_kernel(FusedArgs a) {
   }
 }
 
+// One rotated pair (x[j], x[j + half]) of a head row, rounded as rope_kernel rounds it.
+template <typename T>
+__device__ __forceinline__ void rotate_pair(const T* x, const T* c, const T* s, int j, int half, T* out0,
+                                            T* out1) {
+  const float lo = to_float(x[j]), hi = to_float(x[j + half]);
+  const T a = from_float<T>(round_to<T>(lo * to_float(c[j])) + round_to<T>(-hi * to_float(s[j])));
+  const T b =
+      from_float<T>(round_to<T>(hi * to_float(c[j + half])) + round_to<T>(lo * to_float(s[j + half])));
+  out0[j] = a, out0[j + half] = b;
+  if (out1) out1[j] = a, out1[j + half] = b;
+}
+
+// Per row: (heads + kv_heads) × half rotated pairs (q heads, then k heads, which also go to the cache), then
+// kv_heads × head_dim elements of v copied to the cache.
+template <typename T>
+__global__ void __launch_bounds__(kElementThreads) rope_write_kv_kernel(RopeKvArgs a) {
+  const int D = a.head_dim, half = D / 2;
+  const int64_t pairs = static_cast<int64_t>(a.heads + a.kv_heads) * half;
+  const int64_t per_row = pairs + static_cast<int64_t>(a.kv_heads) * D, n = a.rows * per_row;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t row = i / per_row, r = i % per_row;
+    const int64_t slot_row = a.slots[row] * a.kv_heads;  // the slot's first head row in the pages
+    const T* c = static_cast<const T*>(a.cos) + row * D;
+    const T* s = static_cast<const T*>(a.sin) + row * D;
+    if (r < pairs) {
+      const int head = static_cast<int>(r / half), j = static_cast<int>(r % half);
+      if (head < a.heads) {
+        rotate_pair<T>(static_cast<const T*>(a.q) + row * a.q_stride + head * D, c, s, j, half,
+                       static_cast<T*>(a.q_out) + (row * a.heads + head) * D, nullptr);
+      } else {
+        const int kh = head - a.heads;
+        rotate_pair<T>(static_cast<const T*>(a.k) + row * a.k_stride + kh * D, c, s, j, half,
+                       static_cast<T*>(a.k_out) + (row * a.kv_heads + kh) * D,
+                       static_cast<T*>(a.k_pages) + (slot_row + kh) * D);
+      }
+    } else {
+      const int64_t e = r - pairs, kh = e / D, d = e % D;
+      static_cast<T*>(a.v_pages)[(slot_row + kh) * D + d] =
+          static_cast<const T*>(a.v)[row * a.v_stride + kh * D + d];
+    }
+  }
+}
+
 unsigned grid_for(int64_t n) {
   const int64_t blocks = (n + kElementThreads - 1) / kElementThreads;
   return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 ? 65535 : blocks));
@@ -126,6 +170,15 @@ struct RopeLaunch {
   }
 };
 
+template <typename T>
+struct RopeKvLaunch {
+  static void run(const RopeKvArgs& a, cudaStream_t s) {
+    const int64_t per_row = static_cast<int64_t>(a.heads + a.kv_heads) * (a.head_dim / 2) +
+                            static_cast<int64_t>(a.kv_heads) * a.head_dim;
+    rope_write_kv_kernel<T><<<grid_for(a.rows * per_row), kElementThreads, 0, s>>>(a);
+  }
+};
+
 }  // namespace
 
 int add_rms_norm_launch(const FusedArgs& a, void* stream) {
@@ -142,6 +195,26 @@ int rope_launch(const FusedArgs& a, void* stream) {
   if (a.head_dim < 2 || a.head_dim % 2 != 0 || a.cols % a.head_dim != 0) return cudaErrorInvalidValue;
   if (a.rows * a.cols == 0) return 0;
   return by_dtype<RopeLaunch>(a, stream);
+}
+
+int rope_write_kv_launch(const RopeKvArgs& a, void* stream) {
+  if (a.head_dim < 2 || a.head_dim % 2 != 0 || a.heads < 1 || a.kv_heads < 1) return cudaErrorInvalidValue;
+  if (a.rows == 0) return 0;
+  auto s = static_cast<cudaStream_t>(stream);
+  switch (a.dtype) {
+    case 0:
+      RopeKvLaunch<float>::run(a, s);
+      break;
+    case 1:
+      RopeKvLaunch<__half>::run(a, s);
+      break;
+    case 2:
+      RopeKvLaunch<__nv_bfloat16>::run(a, s);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
 }
 
 }  // namespace musacoder::engine

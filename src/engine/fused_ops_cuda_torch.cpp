@@ -95,4 +95,43 @@ torch::Tensor rope_cuda(const torch::Tensor& x, const torch::Tensor& cos, const 
   return out;
 }
 
+std::pair<torch::Tensor, torch::Tensor> rope_write_kv_cuda(const torch::Tensor& q, const torch::Tensor& k,
+                                                           const torch::Tensor& v, const torch::Tensor& cos,
+                                                           const torch::Tensor& sin,
+                                                           const torch::Tensor& slots, torch::Tensor& k_pages,
+                                                           torch::Tensor& v_pages) {
+  TORCH_CHECK(q.is_cuda() && q.dim() == 3 && k.dim() == 3 && k.sizes() == v.sizes() &&
+                  k.size(0) == q.size(0) && k.size(2) == q.size(2),
+              "rope_write_kv_cuda: q (N, H, D), k and v (N, Hkv, D) on CUDA");
+  const int64_t N = q.size(0), H = q.size(1), Hkv = k.size(1), D = q.size(2);
+  const auto dtype = q.scalar_type();
+  TORCH_CHECK(k.scalar_type() == dtype && v.scalar_type() == dtype && cos.scalar_type() == dtype &&
+                  sin.scalar_type() == dtype && k_pages.scalar_type() == dtype &&
+                  v_pages.scalar_type() == dtype,
+              "rope_write_kv_cuda: every tensor in q's dtype");
+  TORCH_CHECK(cos.sizes() == torch::IntArrayRef({N, D}) && sin.sizes() == cos.sizes(),
+              "rope_write_kv_cuda: cos and sin must be (N, D)");
+  TORCH_CHECK(slots.scalar_type() == torch::kLong && slots.numel() == N,
+              "rope_write_kv_cuda: slots (N) int64");
+  TORCH_CHECK(k_pages.is_contiguous() && v_pages.is_contiguous() && k_pages.dim() == 4 &&
+                  k_pages.size(2) == Hkv && k_pages.size(3) == D && v_pages.sizes() == k_pages.sizes(),
+              "rope_write_kv_cuda: pages (blocks, block_size, Hkv, D) contiguous");
+  const torch::Tensor qd = dense_rows(q), kd = dense_rows(k), vd = dense_rows(v), c = cos.contiguous(),
+                      s = sin.contiguous(), sl = slots.contiguous();
+  auto q_out = torch::empty(q.sizes(), q.options());
+  auto k_out = torch::empty(k.sizes(), k.options());
+  RopeKvArgs a;
+  a.q_out = q_out.data_ptr(), a.k_out = k_out.data_ptr();
+  a.q = qd.data_ptr(), a.k = kd.data_ptr(), a.v = vd.data_ptr();
+  a.q_stride = qd.stride(0), a.k_stride = kd.stride(0), a.v_stride = vd.stride(0);
+  a.cos = c.data_ptr(), a.sin = s.data_ptr();
+  a.slots = sl.data_ptr<int64_t>();
+  a.k_pages = k_pages.data_ptr(), a.v_pages = v_pages.data_ptr();
+  a.rows = N, a.heads = static_cast<int>(H), a.kv_heads = static_cast<int>(Hkv),
+  a.head_dim = static_cast<int>(D);
+  a.dtype = kernel_dtype_code(q, "rope_write_kv_cuda");
+  check_launch(rope_write_kv_launch(a, stream()), "rope_write_kv_cuda");
+  return {q_out, k_out};
+}
+
 }  // namespace musacoder::engine

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "core/check.h"
 #include "engine/decode_graphs.h"
@@ -38,6 +39,21 @@ torch::Tensor rope(const torch::Tensor& x, const torch::Tensor& cos, const torch
 }
 
 namespace {
+
+// q and k rotated (in place of the inputs) and the rotated k and v written into the layer's pages: one kernel
+// when the fused ops are on and the cache has the activations' dtype, else the modules' ops and write_kv.
+void rope_and_write_kv(torch::Tensor& q, torch::Tensor& k, const torch::Tensor& v, const StepContext& ctx,
+                       torch::Tensor& kp, torch::Tensor& vp) {
+#ifdef MUSACODER_ENGINE_CUDA
+  if (ctx.fused_ops && kp.scalar_type() == k.scalar_type() && kp.is_contiguous() && vp.is_contiguous()) {
+    std::tie(q, k) = rope_write_kv_cuda(q, k, v, ctx.cos, ctx.sin, ctx.slots, kp, vp);
+    return;
+  }
+#endif
+  q = rope(q, ctx.cos, ctx.sin, ctx.fused_ops);
+  k = rope(k, ctx.cos, ctx.sin, ctx.fused_ops);
+  write_kv(kp, vp, ctx.slots, k, v);
+}
 
 bool fused_ops_built() {
 #ifdef MUSACODER_ENGINE_CUDA
@@ -86,11 +102,9 @@ torch::Tensor AttentionMixer::forward(const torch::Tensor& x, const StepContext&
     q = norm(attn_->q_norm, q, {}, ctx.fused_ops);
     k = norm(attn_->k_norm, k, {}, ctx.fused_ops);
   }
-  q = rope(q, ctx.cos, ctx.sin, ctx.fused_ops);
-  k = rope(k, ctx.cos, ctx.sin, ctx.fused_ops);
   torch::Tensor& kp = cache.k(layer);
   torch::Tensor& vp = cache.v(layer);
-  write_kv(kp, vp, ctx.slots, k, v);
+  rope_and_write_kv(q, k, v, ctx, kp, vp);
   std::vector<torch::Tensor> parts;
   if (ctx.num_decode > 0) {
     parts.push_back(paged_decode(q.narrow(0, 0, ctx.num_decode), kp, vp, ctx.block_tables, ctx.context_lens,

@@ -152,6 +152,37 @@ TEST(FusedOps, EqualTheModuleOps) {
                 c10::toString(dtype), tol);
   }
 }
+
+// One kernel for a layer's two ropes and its KV write equals rope_cuda twice and write_kv, bit for bit, on
+// the strided q/k/v column blocks of a fused projection, with rows scattered over the pages.
+TEST(FusedOps, RopeWriteKvEqualsRopeThenWriteKv) {
+  if (!have_cuda()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(12);
+  for (auto dtype : {torch::kFloat, torch::kHalf, torch::kBFloat16}) {
+    auto o = torch::TensorOptions().device(torch::kCUDA).dtype(dtype);
+    const int64_t N = 11, H = 6, Hkv = 2, D = 128, blocks = 8, bs = 4;
+    torch::NoGradGuard no_grad;
+    torch::Tensor fused = torch::randn({N, (H + 2 * Hkv) * D}, o);
+    torch::Tensor q = fused.narrow(1, 0, H * D).view({N, H, D}),
+                  k = fused.narrow(1, H * D, Hkv * D).view({N, Hkv, D}),
+                  v = fused.narrow(1, (H + Hkv) * D, Hkv * D).view({N, Hkv, D});
+    torch::Tensor emb = torch::randn({N, D / 2}, o.dtype(torch::kFloat)) * 3;
+    emb = torch::cat({emb, emb}, -1);
+    torch::Tensor cos = emb.cos().to(dtype), sin = emb.sin().to(dtype);
+    torch::Tensor slots = torch::randperm(blocks * bs, o.dtype(torch::kLong)).narrow(0, 0, N);
+    torch::Tensor kp_want = torch::randn({blocks, bs, Hkv, D}, o),
+                  vp_want = torch::randn({blocks, bs, Hkv, D}, o);
+    torch::Tensor kp_got = kp_want.clone(), vp_got = vp_want.clone();
+    torch::Tensor q_want = rope_cuda(q, cos, sin), k_want = rope_cuda(k, cos, sin);
+    write_kv(kp_want, vp_want, slots, k_want, v);
+    auto [q_got, k_got] = rope_write_kv_cuda(q, k, v, cos, sin, slots, kp_got, vp_got);
+    EXPECT_TRUE(torch::equal(q_got, q_want)) << c10::toString(dtype);
+    EXPECT_TRUE(torch::equal(k_got, k_want)) << c10::toString(dtype);
+    EXPECT_TRUE(torch::equal(kp_got, kp_want)) << c10::toString(dtype) << ": k pages";
+    EXPECT_TRUE(torch::equal(vp_got, vp_want)) << c10::toString(dtype) << ": v pages";
+  }
+  std::printf("GPU_RESULT rope_write_kv: q, k and both page tensors equal rope_cuda + write_kv (3 dtypes)\n");
+}
 #else
 TEST(FusedOps, EqualTheModuleOps) {
   GTEST_SKIP() << "no CUDA device (the fused kernels are built with CUDA libtorch)";
