@@ -16,6 +16,7 @@ RMSNormImpl::RMSNormImpl(int64_t dim, double eps) : eps_(eps) {
 }
 
 torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
+  if (fused) return at::rms_norm(x, {x.size(-1)}, weight, eps_);
   torch::Tensor h = x.to(torch::kFloat);
   torch::Tensor variance = h.pow(2).mean(-1, /*keepdim=*/true);
   h = h * torch::rsqrt(variance + eps_);

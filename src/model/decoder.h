@@ -24,10 +24,14 @@ namespace musacoder::model {
 class RMSNormImpl : public torch::nn::Module {
  public:
   RMSNormImpl(int64_t dim, double eps);
-  // x: (..., dim). Normalised in float32, cast back, then scaled (transformers' order).
+  // x: (..., dim). Normalised in float32, cast back, then scaled (transformers' order). With `fused` set:
+  // at::rms_norm (on CUDA one fused kernel forward and one backward, saving only the inverse RMS, where the
+  // ops above run ~8 kernels each way and save float32 copies; float32 math with one rounding at the end, so
+  // bf16/fp16 results may differ from transformers' by an ulp). The trainers' forward sets it on CUDA.
   torch::Tensor forward(const torch::Tensor& x);
   double eps() const { return eps_; }
   torch::Tensor weight;
+  bool fused = false;
 
  private:
   double eps_;

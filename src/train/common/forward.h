@@ -25,12 +25,16 @@ class TrainingForward {
   using LayerHook = std::function<void(int64_t layer)>;
 
   // (B, T, C) final-normed hidden states. in.position_ids / in.sequence_ids as in model::ForwardInput
-  // (sequence_ids undefined: plain causal attention).
+  // (sequence_ids undefined: plain causal attention). On CUDA the decoder's RMSNorms are switched to their
+  // fused kernel (RMSNormImpl::fused) for this and every later forward of the decoder.
   torch::Tensor hidden(model::Decoder& decoder, const model::ForwardInput& in, bool checkpoint,
                        const LayerHook& before_layer = {}) const;
 
  private:
   model::RotaryEmbedding rope_;
 };
+
+// Sets RMSNormImpl::fused on every RMSNorm of the decoder (the zero-centred norms of Qwen3.5 keep their ops).
+void use_fused_norms(model::Decoder& decoder, bool fused);
 
 }  // namespace musacoder::train

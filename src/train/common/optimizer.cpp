@@ -36,16 +36,23 @@ AdamW::AdamW(std::vector<NamedParam> params, AdamWOptions options, std::vector<b
 
 void AdamW::accumulate_grads() {
   torch::NoGradGuard no_grad;
+  // One multi-tensor kernel for the casts of the first backward since the step (torch's _foreach_copy_ takes
+  // a bf16 source list into an fp32 list); later backwards add tensor by tensor.
+  std::vector<torch::Tensor> cast_to, cast_from;
   for (std::size_t i = 0; i < params_.size(); ++i) {
     torch::Tensor& p = params_[i].param;
     if (!grad32_[i].defined() || !p.grad().defined()) continue;
     if (grad32_stale_[i]) {
-      grad32_[i].copy_(p.grad());  // the first backward since the last step: a cast, no zeroing and adding
+      cast_to.push_back(grad32_[i]);
+      cast_from.push_back(p.grad());
       grad32_stale_[i] = false;
     } else {
       grad32_[i].add_(p.grad());
     }
-    p.mutable_grad() = torch::Tensor();
+  }
+  if (!cast_to.empty()) at::_foreach_copy_(cast_to, cast_from);
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    if (grad32_[i].defined()) params_[i].param.mutable_grad() = torch::Tensor();
   }
 }
 
@@ -114,9 +121,12 @@ void AdamW::step(double lr) {
   }
   update(decay, lr, options_.weight_decay);
   update(no_decay, lr, 0.0);
+  std::vector<torch::Tensor> to, from;  // the updated masters rounded into the parameters, in one kernel
   for (std::size_t i = 0; i < params_.size(); ++i) {
-    if (owned_[i] && low_precision(params_[i].param)) params_[i].param.copy_(master_[i]);
+    if (owned_[i] && low_precision(params_[i].param))
+      to.push_back(params_[i].param), from.push_back(master_[i]);
   }
+  if (!to.empty()) at::_foreach_copy_(to, from);
   zero_grad();
 }
 

@@ -90,6 +90,58 @@ TEST(TrainingForward, CheckpointingKeepsLossAndGradientsWithAndWithoutAMask) {
   }
 }
 
+// at::rms_norm (the fused CUDA kernel the trainers switch to on CUDA) equals the module's ops: loss and every
+// gradient, with and without checkpointing (double precision on the CPU, where the switch is exercised by
+// hand).
+TEST(TrainingForward, FusedNormsGiveTheModuleOpsLossAndGradients) {
+  model::ModelConfig c;
+  c.architecture = model::Architecture::kQwen3;
+  c.vocab_size = 40;
+  c.hidden_size = 16;
+  c.intermediate_size = 24;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = 2;
+  c.head_dim = 4;
+  c.qk_norm = true;
+  c.max_position_embeddings = 64;
+  torch::manual_seed(4);
+  model::Decoder m(c);  // float32: the module's ops normalise in float32 whatever the input's dtype
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : m->named_parameters())
+      if (p.key().find("norm") != std::string::npos) p.value().uniform_(0.5, 1.5);
+  }
+  TrainingForward fwd(c);
+  torch::Tensor ids = torch::randint(0, c.vocab_size, {2, 7}, torch::kLong);
+  for (bool checkpoint : {false, true}) {
+    std::vector<std::vector<torch::Tensor>> grads;
+    std::vector<double> losses;
+    for (bool fused : {false, true}) {
+      use_fused_norms(m, fused);
+      m->zero_grad();
+      torch::Tensor h = fwd.hidden(m, {ids, {}, {}}, checkpoint);
+      torch::Tensor loss = (h * h.detach().sin()).sum();
+      loss.backward();
+      losses.push_back(loss.item<double>());
+      grads.emplace_back();
+      for (const auto& p : m->parameters())
+        grads.back().push_back(p.grad().defined() ? p.grad().clone() : p.grad());
+    }
+    EXPECT_NEAR(losses[0], losses[1], 1e-5 * std::abs(losses[0])) << "checkpoint " << checkpoint;
+    for (std::size_t i = 0; i < grads[0].size(); ++i) {
+      if (!grads[0][i].defined()) continue;
+      const double scale = grads[0][i].abs().max().item<double>();
+      EXPECT_LE((grads[0][i] - grads[1][i]).abs().max().item<double>(), 1e-5 * scale + 1e-6)
+          << "parameter " << i;
+    }
+  }
+  int fused_norms = 0;
+  for (const auto& mod : m->modules(false))
+    if (auto* n = dynamic_cast<model::RMSNormImpl*>(mod.get())) fused_norms += n->fused ? 1 : 0;
+  EXPECT_EQ(fused_norms, 2 * 2 + 2 * 2 + 1);  // input/post-attention and q/k norms per layer, the final norm
+}
+
 TEST(AdamW, FusedKernelEqualsTheFormulaWithDecayOnMatricesOnly) {
   torch::manual_seed(2);
   auto make = [] {
