@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SFT throughput, ours vs an eager transformers loop, side by side in one run (GPU machine):
 #   cmake --build BUILD --target sft_throughput_bench && bash perf/sft_throughput/run_sft_throughput.sh BUILD
-# Extra arguments go to both programs (e.g. --layers 4 for a quick look). TRACE_DIR=DIR: each program also traces
+# Extra arguments go to both programs (e.g. --layers 4 for a quick look). MODES="off on" (default): checkpointing
+# off, then on; MODES=off runs only the first pair. TRACE_DIR=DIR: each program also traces
 # two steps with the PyTorch profiler (DIR/sft_{musacoder,transformers}[_ckpt].json) and the GPU kernel summary of
 # each (perf/common/trace_summary.py --per 2) is printed after the table.
 set -uo pipefail
@@ -9,7 +10,12 @@ BUILD="${1:-build}"; shift || true
 here="$(cd "$(dirname "$0")" && pwd)"
 results=()
 traces=()
-for ckpt in "" "--gradient-checkpointing"; do
+for mode in ${MODES:-off on}; do
+  case "$mode" in
+    off) ckpt="" ;;
+    on) ckpt="--gradient-checkpointing" ;;
+    *) echo "MODES: off and/or on, not '$mode'" >&2; exit 2 ;;
+  esac
   ours=() ref=()
   if [ -n "${TRACE_DIR:-}" ]; then
     mkdir -p "$TRACE_DIR"
@@ -17,10 +23,12 @@ for ckpt in "" "--gradient-checkpointing"; do
     ours=(--trace "$TRACE_DIR/sft_musacoder$suffix.json") ref=(--trace "$TRACE_DIR/sft_transformers$suffix.json")
     traces+=("${ours[1]}" "${ref[1]}")
   fi
+  # Each result is printed as soon as its program ends: a run cut short by a time limit keeps what it has.
   results+=("$("$BUILD"/perf/sft_throughput/sft_throughput_bench $ckpt "${ours[@]}" "$@" | tail -1)")
+  echo "${results[-1]}"
   results+=("$(python3 "$here"/sft_throughput_reference.py $ckpt "${ref[@]}" "$@" | tail -1)")
+  echo "${results[-1]}"
 done
-printf '%s\n' "${results[@]}"
 python3 - "${results[@]}" <<'PY'
 import json, sys
 rows = [json.loads(r) for r in sys.argv[1:] if r.startswith("{")]
