@@ -1,9 +1,15 @@
 // The fused decoder-layer kernels; see fused_ops_cuda.h for what each computes.
+//
+// tests/unit/engine/fused_ops_emulated_test.cpp includes this file on the CPU with MUSACODER_CUDA_EMULATION
+// defined (tests/support/cuda_emulation.h): the kernels run as written, the launchers are left out.
+#ifndef MUSACODER_CUDA_EMULATION
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include "engine/cuda_dtype.cuh"
+#endif
+
 #include "engine/fused_ops_cuda.h"
 
 namespace musacoder::engine {
@@ -127,6 +133,7 @@ __global__ void __launch_bounds__(kElementThreads) rope_write_kv_kernel(RopeKvAr
   }
 }
 
+#ifndef MUSACODER_CUDA_EMULATION
 unsigned grid_for(int64_t n) {
   const int64_t blocks = (n + kElementThreads - 1) / kElementThreads;
   return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 ? 65535 : blocks));
@@ -218,3 +225,7 @@ int rope_write_kv_launch(const RopeKvArgs& a, void* stream) {
 }
 
 }  // namespace musacoder::engine
+#else
+}  // namespace
+}  // namespace musacoder::engine
+#endif  // MUSACODER_CUDA_EMULATION

@@ -1,12 +1,20 @@
 // The paged decode attention kernels; see paged_attention_cuda.h for the algorithm and layouts.
+//
+// tests/unit/engine/paged_decode_emulated_test.cpp includes this file on the CPU with
+// MUSACODER_CUDA_EMULATION defined (after tests/support/cuda_emulation.h, which supplies threads, barriers,
+// shuffles and the element types): the kernels below are then run as written, and the launchers are left out.
+#ifndef MUSACODER_CUDA_EMULATION
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
+#include "engine/cuda_dtype.cuh"
+#define MC_DYNAMIC_SHARED(name) extern __shared__ __align__(16) unsigned char name[]
+#endif
+
 #include <cfloat>
 
-#include "engine/cuda_dtype.cuh"
 #include "engine/paged_attention_cuda.h"
 
 namespace musacoder::engine {
@@ -179,9 +187,10 @@ struct Accumulator {
           o[e / 4] = make_float4(acc[j][e], acc[j][e + 1], acc[j][e + 2], acc[j][e + 3]);
       }
     }
-    if (threadIdx.x < b.heads.count) {
-      a.partial_max[row(threadIdx.x)] = b.m[threadIdx.x];
-      a.partial_sum[row(threadIdx.x)] = b.l[threadIdx.x];
+    const int g = static_cast<int>(threadIdx.x);
+    if (g < b.heads.count) {
+      a.partial_max[row(g)] = b.m[g];
+      a.partial_sum[row(g)] = b.l[g];
     }
   }
 };
@@ -191,7 +200,7 @@ struct Accumulator {
 // the logits, an online-softmax update and Σ p·v.
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads) partition_kernel(PagedDecodeArgs a) {
-  extern __shared__ __align__(16) unsigned char smem[];
+  MC_DYNAMIC_SHARED(smem);
   const int part = blockIdx.x, seq = blockIdx.z, ctx = a.context_lens[seq];
   const int start = part * a.partition_size;
   if (start >= ctx) return;  // the merge kernel reads only partitions below ctx
@@ -259,6 +268,7 @@ __global__ void merge_kernel(PagedDecodeArgs a) {
   }
 }
 
+#ifndef MUSACODER_CUDA_EMULATION
 template <typename T, int D>
 cudaError_t launch_typed(const PagedDecodeArgs& a, cudaStream_t stream) {
   // Above 48 KB a kernel needs its dynamic shared-memory limit raised, once (before any graph capture: the
@@ -323,3 +333,7 @@ int paged_decode_launch(const PagedDecodeArgs& a, void* stream) {
 }
 
 }  // namespace musacoder::engine
+#else
+}  // namespace
+}  // namespace musacoder::engine
+#endif  // MUSACODER_CUDA_EMULATION
