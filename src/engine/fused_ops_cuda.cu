@@ -18,15 +18,38 @@ namespace {
 constexpr int kNormThreads = 256;
 constexpr int kElementThreads = 256;
 
-// One block per row: h ← round(h + delta), then the normalised row scaled by the weight.
+constexpr int kNormPerThread = 16;  // row elements a thread keeps in registers: rows up to 4,096 wide
+
+// One block per row: h ← round(h + delta), then the normalised row scaled by the weight. The thread's
+// elements (c = threadIdx.x + i · blockDim.x) stay in registers between the sum of squares and the scaling,
+// so the row is read once; all loads of a thread are issued before their first use. A row wider than
+// kNormPerThread · kNormThreads reads h again in the second pass.
 template <typename T>
 __global__ void __launch_bounds__(kNormThreads) add_rms_norm_kernel(FusedArgs a) {
   T* h = static_cast<T*>(a.h) + blockIdx.x * a.cols;
   const T* delta = a.delta ? static_cast<const T*>(a.delta) + blockIdx.x * a.cols : nullptr;
   const T* w = static_cast<const T*>(a.weight);
   T* out = static_cast<T*>(a.out) + blockIdx.x * a.cols;
+  const bool held = a.cols <= static_cast<int64_t>(kNormPerThread) * blockDim.x;
+  float x[kNormPerThread];
+#pragma unroll
+  for (int i = 0; i < kNormPerThread; ++i) {
+    const int64_t c = threadIdx.x + static_cast<int64_t>(i) * blockDim.x;
+    x[i] = c < a.cols ? to_float(h[c]) : 0.f;
+  }
   float sq = 0.f;
-  for (int64_t c = threadIdx.x; c < a.cols; c += blockDim.x) {
+#pragma unroll
+  for (int i = 0; i < kNormPerThread; ++i) {
+    const int64_t c = threadIdx.x + static_cast<int64_t>(i) * blockDim.x;
+    if (c >= a.cols) break;
+    if (delta) {
+      x[i] = round_to<T>(x[i] + to_float(delta[c]));
+      h[c] = from_float<T>(x[i]);
+    }
+    sq += x[i] * x[i];
+  }
+  for (int64_t c = threadIdx.x + static_cast<int64_t>(kNormPerThread) * blockDim.x; c < a.cols;
+       c += blockDim.x) {
     float v = to_float(h[c]);
     if (delta) {
       v = round_to<T>(v + to_float(delta[c]));
@@ -45,10 +68,16 @@ __global__ void __launch_bounds__(kNormThreads) add_rms_norm_kernel(FusedArgs a)
   }
   __syncthreads();
   const float rstd = rsqrtf(partial[0] / static_cast<float>(a.cols) + a.eps);
-  for (int64_t c = threadIdx.x; c < a.cols; c += blockDim.x) {
-    const float n = round_to<T>(to_float(h[c]) * rstd);
-    out[c] = from_float<T>(to_float(w[c]) * n);
+#pragma unroll
+  for (int i = 0; i < kNormPerThread; ++i) {
+    const int64_t c = threadIdx.x + static_cast<int64_t>(i) * blockDim.x;
+    if (c >= a.cols) break;
+    out[c] = from_float<T>(to_float(w[c]) * round_to<T>(x[i] * rstd));
   }
+  if (held) return;
+  for (int64_t c = threadIdx.x + static_cast<int64_t>(kNormPerThread) * blockDim.x; c < a.cols;
+       c += blockDim.x)
+    out[c] = from_float<T>(to_float(w[c]) * round_to<T>(to_float(h[c]) * rstd));
 }
 
 template <typename T>
