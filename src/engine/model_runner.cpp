@@ -55,6 +55,33 @@ void rope_and_write_kv(torch::Tensor& q, torch::Tensor& k, const torch::Tensor& 
   write_kv(kp, vp, ctx.slots, k, v);
 }
 
+// The attention of the step's prefill rows (after its decodes), appended to parts in row order: one varlen
+// flash call when every prefill starts at position 0 (StepContext::prefill_cu_seqlens) and the kernel takes
+// this dtype, else one call per sequence (over its cached context and new rows).
+void append_prefill_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                              const StepContext& ctx, const torch::Tensor& kp, const torch::Tensor& vp,
+                              double scale, std::vector<torch::Tensor>& parts) {
+  if (ctx.prefill_cu_seqlens.defined()) {
+    const int64_t start = ctx.num_decode, rows = q.size(0) - start;
+    auto packed = [&](const torch::Tensor& t) {
+      return t.narrow(0, start, rows).transpose(0, 1).unsqueeze(0);
+    };
+    const torch::Tensor qp = packed(q), kn = packed(k), vn = packed(v);
+    if (model::packed_flash_usable(qp, kn)) {
+      parts.push_back(model::packed_sdpa(qp, kn, vn, ctx.prefill_cu_seqlens, scale, ctx.prefill_max_len)
+                          .squeeze(0)
+                          .transpose(0, 1));
+      return;
+    }
+  }
+  for (std::size_t s = static_cast<std::size_t>(ctx.num_decode); s < ctx.seqs.size(); ++s) {
+    const auto& seq = ctx.seqs[s];
+    parts.push_back(prefill_attention(q.narrow(0, seq.offset, seq.count), k.narrow(0, seq.offset, seq.count),
+                                      v.narrow(0, seq.offset, seq.count), kp, vp, seq.context_slots,
+                                      seq.cached, scale));
+  }
+}
+
 bool fused_ops_built() {
 #ifdef MUSACODER_ENGINE_CUDA
   return true;
@@ -110,12 +137,7 @@ torch::Tensor AttentionMixer::forward(const torch::Tensor& x, const StepContext&
     parts.push_back(paged_decode(q.narrow(0, 0, ctx.num_decode), kp, vp, ctx.block_tables, ctx.context_lens,
                                  ctx.max_context, scale_, ctx.use_decode_kernel));
   }
-  for (std::size_t s = static_cast<std::size_t>(ctx.num_decode); s < ctx.seqs.size(); ++s) {
-    const auto& seq = ctx.seqs[s];
-    parts.push_back(prefill_attention(q.narrow(0, seq.offset, seq.count), k.narrow(0, seq.offset, seq.count),
-                                      v.narrow(0, seq.offset, seq.count), kp, vp, seq.context_slots, seq.cached,
-                                      scale_));
-  }
+  append_prefill_attention(q, k, v, ctx, kp, vp, scale_, parts);
   auto out = parts.size() == 1 ? parts[0] : torch::cat(parts, 0);
   return attn_->o_proj(out.reshape({N, heads_ * head_dim_}));
 }
@@ -126,6 +148,24 @@ namespace {
 
 int64_t slot_of(const SequenceCache& c, int64_t pos, int64_t bs) {
   return static_cast<int64_t>(c.blocks[static_cast<std::size_t>(pos / bs)]) * bs + pos % bs;
+}
+
+// When the prefills (works from index `decodes` on) are two or more and all start at position 0: appends
+// their cumulative row counts [0, c1, c1 + c2, ...] to host and returns the longest
+// (StepContext::prefill_cu_seqlens); else appends nothing and returns 0.
+int64_t append_prefill_runs(const std::vector<SeqWork>& works, int64_t decodes, std::vector<int64_t>& host) {
+  const auto first = works.begin() + decodes;
+  if (works.end() - first < 2 ||
+      std::any_of(first, works.end(), [](const SeqWork& w) { return w.cached > 0; }))
+    return 0;
+  int64_t total = 0, longest = 0;
+  host.push_back(0);
+  for (auto it = first; it != works.end(); ++it) {
+    total += it->count;
+    longest = std::max(longest, it->count);
+    host.push_back(total);
+  }
+  return longest;
 }
 
 // Views into one packed int64 device tensor, filled in order.
@@ -276,6 +316,7 @@ torch::Tensor ModelRunner::eager_step(const std::vector<SeqWork>& works) {
   for (std::size_t i = static_cast<std::size_t>(D); i < works.size(); ++i)
     if (works[i].cached > 0)
       for (int64_t p = 0; p < works[i].cached + works[i].count; ++p) host.push_back(slot_of(*works[i].cache, p, bs));
+  const int64_t prefill_max = device_.is_cuda() ? append_prefill_runs(works, D, host) : 0;
 
   Unpacker u{torch::tensor(host, torch::kLong).to(device_, /*non_blocking=*/true)};
   StepContext ctx;
@@ -294,6 +335,10 @@ torch::Tensor ModelRunner::eager_step(const std::vector<SeqWork>& works) {
     if (ctx.seqs.size() >= static_cast<std::size_t>(D) && w.cached > 0) s.context_slots = u.next(w.cached + w.count);
     ctx.seqs.push_back(std::move(s));
     offset += w.count;
+  }
+  if (prefill_max > 0) {
+    ctx.prefill_cu_seqlens = u.next(static_cast<int64_t>(works.size()) - D + 1).to(torch::kInt);
+    ctx.prefill_max_len = prefill_max;
   }
   set_rope(ctx, max_pos);
   return forward_tokens(ids, ctx, rows);

@@ -40,6 +40,11 @@ struct StepContext {
   int64_t max_context = 0;     // host: the largest of context_lens
   bool use_decode_kernel = true;
   bool fused_ops = false;  // the fused CUDA kernels for norms and RoPE (EngineOptions::fused_ops, on CUDA)
+  // On CUDA, when the step's prefills (two or more) all start at position 0: int32 cumulative lengths of
+  // their rows [0, c1, c1 + c2, ...] (they follow the decodes, in order) and the longest, so attention layers
+  // can run them as one varlen call; undefined otherwise.
+  torch::Tensor prefill_cu_seqlens;
+  int64_t prefill_max_len = 0;
 };
 
 // The layer steps the mixers and the runner share: on the fused CUDA kernels when `fused`, else the modules'

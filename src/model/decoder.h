@@ -146,8 +146,12 @@ torch::Tensor packed_attention_mask(const torch::Tensor& sequence_ids, torch::Sc
 // flash kernels on CUDA in float16/bfloat16 with head_dim a multiple of 8 up to 256 (no mask, no score
 // matrix, kv heads grouped natively; backward through _flash_attention_backward), else the dense mask built
 // from it.
+// max_run: the longest run when the caller knows it (sizes the kernels' grid; 0: T).
 torch::Tensor packed_sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                          const torch::Tensor& cu_seqlens, double scale);
+                          const torch::Tensor& cu_seqlens, double scale, int64_t max_run = 0);
+// Whether packed_sdpa runs varlen flash attention for q (B, H, T, D) and k (B, Hkv, T, D) (else the dense
+// mask).
+bool packed_flash_usable(const torch::Tensor& q, const torch::Tensor& k);
 
 // Scaled dot-product attention of q (B, H, T, D) over k, v (B, Hkv, S, D), Hkv dividing H (grouped-query
 // heads). mask: undefined, (B or 1, 1, T, S) bool (true: attend), or int32 cu_seqlens of packed sequences

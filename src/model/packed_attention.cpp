@@ -94,8 +94,12 @@ torch::Tensor packed_attention_mask(const torch::Tensor& sequence_ids, torch::Sc
   return flash ? packed_cu_seqlens(sequence_ids) : packed_causal_mask(sequence_ids);
 }
 
+bool packed_flash_usable(const torch::Tensor& q, const torch::Tensor& k) {
+  return flash_varlen_usable(q, k);
+}
+
 torch::Tensor packed_sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                          const torch::Tensor& cu_seqlens, double scale) {
+                          const torch::Tensor& cu_seqlens, double scale, int64_t max_run) {
   const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3);
   TORCH_CHECK(cu_seqlens.dim() == 1 && cu_seqlens.scalar_type() == torch::kInt,
               "cu_seqlens must be int32 (n + 1)");
@@ -107,8 +111,10 @@ torch::Tensor packed_sdpa(const torch::Tensor& q, const torch::Tensor& k, const 
                                     /*out_int32=*/false, /*right=*/true);
     return grouped_sdpa(q, k, v, packed_causal_mask(runs.view({B, T})), /*causal=*/false, scale);
   }
-  // T bounds every run's length: the kernels size their grid by it and skip the blocks past a run's end.
-  torch::Tensor out = FlashVarlen::apply(flat(q), flat(k), flat(v), cu_seqlens.to(q.device()), T, scale);
+  // T (or max_run) bounds every run's length: the kernels size their grid by it and skip the blocks past a
+  // run's end.
+  torch::Tensor out = FlashVarlen::apply(flat(q), flat(k), flat(v), cu_seqlens.to(q.device()),
+                                         max_run > 0 ? max_run : T, scale);
   return out.view({B, T, H, D}).transpose(1, 2);
 }
 

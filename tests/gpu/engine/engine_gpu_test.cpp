@@ -216,6 +216,38 @@ std::vector<Request> greedy_requests(const std::vector<std::vector<int32_t>>& pr
   return rs;
 }
 
+// Prompts prefilled together in one step (varlen flash over their rows, StepContext::prefill_cu_seqlens) give
+// the first token's raw distribution they get prefilled one at a time (per-sequence attention), in bf16: the
+// largest of the top logprobs (robust to ties) within bf16 noise.
+TEST(EngineCuda, PrefillsTogetherEqualPrefillsOneAtATimeInBf16) {
+  if (!have_cuda()) GTEST_SKIP() << "no CUDA device";
+  auto dir = engine_reference();
+  ASSERT_TRUE(dir.ok()) << dir.status().to_string();
+  const auto prompts = json_ids(qwen3_reference(*dir)["prompts"]);
+  ASSERT_GE(prompts.size(), 2u);
+  auto first_top = [&](bool together) {
+    EngineOptions o;
+    o.max_model_len = 256;
+    if (!together) o.max_num_seqs = 1;  // one sequence per step: each prompt prefilled alone
+    auto e = Engine::load(*dir / "qwen3", {"cuda", "bfloat16"}, o);
+    EXPECT_TRUE(e.ok()) << e.status().to_string();
+    auto requests = greedy_requests(prompts, 1);
+    for (auto& r : requests) r.sampling.top_logprobs = 5;
+    std::vector<float> best;
+    for (const auto& out : (*e)->generate(requests))
+      best.push_back(out.samples.at(0).top_logprobs.at(0).at(0).logprob);
+    return best;
+  };
+  const auto together = first_top(true), alone = first_top(false);
+  ASSERT_EQ(together.size(), alone.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < together.size(); ++i)
+    worst = std::max(worst, double(std::abs(together[i] - alone[i])));
+  std::printf("GPU_RESULT prefill together vs alone (bf16, %zu prompts): max |top-1 logprob diff| %.3g\n",
+              together.size(), worst);
+  EXPECT_LE(worst, 0.05);
+}
+
 TEST(EngineCuda, GreedyEqualsTransformersWithAndWithoutGraphs) {
   if (!have_cuda()) GTEST_SKIP() << "no CUDA device";
   auto dir = engine_reference();
