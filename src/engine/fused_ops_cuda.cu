@@ -168,8 +168,8 @@ unsigned grid_for(int64_t n) {
   return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 ? 65535 : blocks));
 }
 
-template <template <typename> class Launch>
-int by_dtype(const FusedArgs& a, void* stream) {
+template <template <typename> class Launch, typename Args>
+int by_dtype(const Args& a, void* stream) {
   auto s = static_cast<cudaStream_t>(stream);
   switch (a.dtype) {
     case 0:
@@ -236,21 +236,7 @@ int rope_launch(const FusedArgs& a, void* stream) {
 int rope_write_kv_launch(const RopeKvArgs& a, void* stream) {
   if (a.head_dim < 2 || a.head_dim % 2 != 0 || a.heads < 1 || a.kv_heads < 1) return cudaErrorInvalidValue;
   if (a.rows == 0) return 0;
-  auto s = static_cast<cudaStream_t>(stream);
-  switch (a.dtype) {
-    case 0:
-      RopeKvLaunch<float>::run(a, s);
-      break;
-    case 1:
-      RopeKvLaunch<__half>::run(a, s);
-      break;
-    case 2:
-      RopeKvLaunch<__nv_bfloat16>::run(a, s);
-      break;
-    default:
-      return cudaErrorInvalidValue;
-  }
-  return cudaGetLastError();
+  return by_dtype<RopeKvLaunch>(a, stream);
 }
 
 }  // namespace musacoder::engine

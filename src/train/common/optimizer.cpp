@@ -37,7 +37,8 @@ AdamW::AdamW(std::vector<NamedParam> params, AdamWOptions options, std::vector<b
 void AdamW::accumulate_grads() {
   torch::NoGradGuard no_grad;
   // One multi-tensor kernel for the casts of the first backward since the step (torch's _foreach_copy_ takes
-  // a bf16 source list into an fp32 list); later backwards add tensor by tensor.
+  // a bf16 source list into an fp32 list); later backwards add tensor by tensor. cast_from keeps the cleared
+  // gradients alive until the copy.
   std::vector<torch::Tensor> cast_to, cast_from;
   for (std::size_t i = 0; i < params_.size(); ++i) {
     torch::Tensor& p = params_[i].param;
@@ -49,11 +50,9 @@ void AdamW::accumulate_grads() {
     } else {
       grad32_[i].add_(p.grad());
     }
+    p.mutable_grad() = torch::Tensor();
   }
   if (!cast_to.empty()) at::_foreach_copy_(cast_to, cast_from);
-  for (std::size_t i = 0; i < params_.size(); ++i) {
-    if (grad32_[i].defined()) params_[i].param.mutable_grad() = torch::Tensor();
-  }
 }
 
 std::vector<torch::Tensor> AdamW::grads() {

@@ -48,11 +48,10 @@ TEST(ChunkedLmLoss, Bf16HiddenKeepsFloat32LossAndWeightGradient) {
   EXPECT_NEAR(loss.item<double>(), ref.item<double>(), 0.05 * std::abs(ref.item<double>()));
 }
 
-// Checkpointed layers give the plain forward's loss and gradients, with a packed mask and without one (plain
-// causal attention, where the layer's mask input is undefined).
-TEST(TrainingForward, CheckpointingKeepsLossAndGradientsWithAndWithoutAMask) {
+// A two-layer decoder config small enough for gradient comparisons.
+model::ModelConfig tiny_config(model::Architecture architecture) {
   model::ModelConfig c;
-  c.architecture = model::Architecture::kQwen2;
+  c.architecture = architecture;
   c.vocab_size = 40;
   c.hidden_size = 16;
   c.intermediate_size = 24;
@@ -60,7 +59,33 @@ TEST(TrainingForward, CheckpointingKeepsLossAndGradientsWithAndWithoutAMask) {
   c.num_attention_heads = 4;
   c.num_key_value_heads = 2;
   c.head_dim = 4;
+  c.qk_norm = architecture == model::Architecture::kQwen3;
   c.max_position_embeddings = 64;
+  return c;
+}
+
+struct LossAndGrads {
+  double loss = 0;
+  std::vector<torch::Tensor> grads;  // per parameter; undefined where backward produced none
+};
+
+// One forward and backward of sum(h · g(h)) with g fixed (`weight` of the detached hidden states).
+LossAndGrads hidden_loss_and_grads(model::Decoder& m, const TrainingForward& fwd,
+                                   const model::ForwardInput& in, bool checkpoint,
+                                   torch::Tensor (*weight)(const torch::Tensor&)) {
+  m->zero_grad();
+  torch::Tensor h = fwd.hidden(m, in, checkpoint);
+  torch::Tensor loss = (h * weight(h.detach())).sum();
+  loss.backward();
+  LossAndGrads out{loss.item<double>(), {}};
+  for (const auto& p : m->parameters()) out.grads.push_back(p.grad().defined() ? p.grad().clone() : p.grad());
+  return out;
+}
+
+// Checkpointed layers give the plain forward's loss and gradients, with a packed mask and without one (plain
+// causal attention, where the layer's mask input is undefined).
+TEST(TrainingForward, CheckpointingKeepsLossAndGradientsWithAndWithoutAMask) {
+  const model::ModelConfig c = tiny_config(model::Architecture::kQwen2);
   torch::manual_seed(3);
   model::Decoder m(c);
   m->to(torch::kDouble);
@@ -68,43 +93,24 @@ TEST(TrainingForward, CheckpointingKeepsLossAndGradientsWithAndWithoutAMask) {
   torch::Tensor ids = torch::randint(0, c.vocab_size, {2, 9}, torch::kLong);
   torch::Tensor seq = torch::cat({torch::zeros({2, 4}, torch::kLong), torch::ones({2, 5}, torch::kLong)}, 1);
   for (bool packed : {false, true}) {
-    std::vector<std::vector<torch::Tensor>> grads;
-    std::vector<double> losses;
-    for (bool checkpoint : {false, true}) {
-      m->zero_grad();
-      torch::Tensor h = fwd.hidden(m, {ids, {}, packed ? seq : torch::Tensor()}, checkpoint);
-      torch::Tensor loss = (h * h.detach().cos()).sum();
-      loss.backward();
-      losses.push_back(loss.item<double>());
-      grads.emplace_back();
-      for (const auto& p : m->parameters())
-        grads.back().push_back(p.grad().defined() ? p.grad().clone() : p.grad());
-    }
-    EXPECT_NEAR(losses[0], losses[1], 1e-9) << "packed " << packed;
-    ASSERT_EQ(grads[0].size(), grads[1].size());
-    for (std::size_t i = 0; i < grads[0].size(); ++i) {
-      ASSERT_EQ(grads[0][i].defined(), grads[1][i].defined()) << "parameter " << i << " packed " << packed;
-      if (!grads[0][i].defined()) continue;  // the LM head: not part of the hidden states
-      EXPECT_LE((grads[0][i] - grads[1][i]).abs().max().item<double>(), 1e-9) << "parameter " << i;
+    const model::ForwardInput in{ids, {}, packed ? seq : torch::Tensor()};
+    const LossAndGrads plain = hidden_loss_and_grads(m, fwd, in, false, torch::cos);
+    const LossAndGrads ckpt = hidden_loss_and_grads(m, fwd, in, true, torch::cos);
+    EXPECT_NEAR(plain.loss, ckpt.loss, 1e-9) << "packed " << packed;
+    ASSERT_EQ(plain.grads.size(), ckpt.grads.size());
+    for (std::size_t i = 0; i < plain.grads.size(); ++i) {
+      ASSERT_EQ(plain.grads[i].defined(), ckpt.grads[i].defined())
+          << "parameter " << i << " packed " << packed;
+      if (!plain.grads[i].defined()) continue;  // the LM head: not part of the hidden states
+      EXPECT_LE((plain.grads[i] - ckpt.grads[i]).abs().max().item<double>(), 1e-9) << "parameter " << i;
     }
   }
 }
 
 // at::rms_norm (the fused CUDA kernel the trainers switch to on CUDA) equals the module's ops: loss and every
-// gradient, with and without checkpointing (double precision on the CPU, where the switch is exercised by
-// hand).
+// gradient to float32 rounding, with and without checkpointing (on the CPU, where the switch is set by hand).
 TEST(TrainingForward, FusedNormsGiveTheModuleOpsLossAndGradients) {
-  model::ModelConfig c;
-  c.architecture = model::Architecture::kQwen3;
-  c.vocab_size = 40;
-  c.hidden_size = 16;
-  c.intermediate_size = 24;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 4;
-  c.num_key_value_heads = 2;
-  c.head_dim = 4;
-  c.qk_norm = true;
-  c.max_position_embeddings = 64;
+  const model::ModelConfig c = tiny_config(model::Architecture::kQwen3);
   torch::manual_seed(4);
   model::Decoder m(c);  // float32: the module's ops normalise in float32 whatever the input's dtype
   {
@@ -113,26 +119,17 @@ TEST(TrainingForward, FusedNormsGiveTheModuleOpsLossAndGradients) {
       if (p.key().find("norm") != std::string::npos) p.value().uniform_(0.5, 1.5);
   }
   TrainingForward fwd(c);
-  torch::Tensor ids = torch::randint(0, c.vocab_size, {2, 7}, torch::kLong);
+  const model::ForwardInput in{torch::randint(0, c.vocab_size, {2, 7}, torch::kLong), {}, {}};
   for (bool checkpoint : {false, true}) {
-    std::vector<std::vector<torch::Tensor>> grads;
-    std::vector<double> losses;
-    for (bool fused : {false, true}) {
-      use_fused_norms(m, fused);
-      m->zero_grad();
-      torch::Tensor h = fwd.hidden(m, {ids, {}, {}}, checkpoint);
-      torch::Tensor loss = (h * h.detach().sin()).sum();
-      loss.backward();
-      losses.push_back(loss.item<double>());
-      grads.emplace_back();
-      for (const auto& p : m->parameters())
-        grads.back().push_back(p.grad().defined() ? p.grad().clone() : p.grad());
-    }
-    EXPECT_NEAR(losses[0], losses[1], 1e-5 * std::abs(losses[0])) << "checkpoint " << checkpoint;
-    for (std::size_t i = 0; i < grads[0].size(); ++i) {
-      if (!grads[0][i].defined()) continue;
-      const double scale = grads[0][i].abs().max().item<double>();
-      EXPECT_LE((grads[0][i] - grads[1][i]).abs().max().item<double>(), 1e-5 * scale + 1e-6)
+    use_fused_norms(m, false);
+    const LossAndGrads ops = hidden_loss_and_grads(m, fwd, in, checkpoint, torch::sin);
+    use_fused_norms(m, true);
+    const LossAndGrads fused = hidden_loss_and_grads(m, fwd, in, checkpoint, torch::sin);
+    EXPECT_NEAR(ops.loss, fused.loss, 1e-5 * std::abs(ops.loss)) << "checkpoint " << checkpoint;
+    for (std::size_t i = 0; i < ops.grads.size(); ++i) {
+      if (!ops.grads[i].defined()) continue;
+      const double scale = ops.grads[i].abs().max().item<double>();
+      EXPECT_LE((ops.grads[i] - fused.grads[i]).abs().max().item<double>(), 1e-5 * scale + 1e-6)
           << "parameter " << i;
     }
   }
