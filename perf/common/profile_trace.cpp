@@ -3,6 +3,7 @@
 #include <torch/csrc/autograd/profiler_kineto.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <set>
 
 namespace musacoder::perf {
@@ -20,6 +21,9 @@ std::set<prof::ActivityType> activities(bool cuda) {
 
 ProfileTrace::ProfileTrace(std::string path, bool cuda) : path_(std::move(path)) {
   if (path_.empty()) return;
+  // The trace's folder is made here: Kineto only logs a failed open and the run would end without a trace.
+  if (const auto dir = std::filesystem::path(path_).parent_path(); !dir.empty())
+    std::filesystem::create_directories(dir);
   const prof::ProfilerConfig config(prof::ProfilerState::KINETO);
   torch::autograd::profiler::prepareProfiler(config, activities(cuda));
   torch::autograd::profiler::enableProfiler(config, activities(cuda));

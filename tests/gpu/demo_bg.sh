@@ -17,23 +17,18 @@ DEMO=/tmp/learning_demo
 TREE=/tmp/mctree
 WAIT="${WAIT:-540}"
 mkdir -p "$OUT" "$DEMO"
-export PATH="$PATH:/opt/devdeps/usr/bin"  # the carried bubblewrap: the verifier sandboxes the model's kernels
+source "$ROOT/tests/gpu/detached.sh"
 
 running() { pgrep -f "perf/learning_demo/run.py" >/dev/null; }
 
 start() {
-  rm -rf "$TREE" && mkdir -p "$TREE"
-  tar -C "$ROOT" --exclude=./build --exclude=./build-gpu --exclude=./.devdeps --exclude=./.devmodel \
-    --exclude=./.realsubs --exclude=./.git -cf - . | tar -C "$TREE" -xf -
-  rm -f "$DEMO/exit_code"
-  (
-    cd "$TREE" || exit 1
-    export MOOREEVAL_RUNNER_DIR="$TREE/python" MOOREEVAL_LEAN_DIR="$TREE/src/mooreeval/compile/lean"
-    # shellcheck disable=SC2086  # DEMO_ARGS is a list of flags
-    setsid nohup bash -c "python3 perf/learning_demo/run.py --musacoder '$BUILD/tools/musacoder/musacoder' \
-      --base-model '${DEMO_MODEL:-$ROOT/build/models/smollm2-135m}' --out '$DEMO' ${DEMO_ARGS:-}; \
-      echo \$? > '$DEMO/exit_code'" >>"$DEMO/driver.log" 2>&1 </dev/null &
-  )
+  snapshot_tree "$ROOT" "$TREE"
+  rm -rf "$TREE/.realsubs"
+  cd "$TREE" || return 1
+  export MOOREEVAL_RUNNER_DIR="$TREE/python" MOOREEVAL_LEAN_DIR="$TREE/src/mooreeval/compile/lean"
+  start_detached "$DEMO" "python3 perf/learning_demo/run.py --musacoder '$BUILD/tools/musacoder/musacoder' \
+    --base-model '${DEMO_MODEL:-$ROOT/build/models/smollm2-135m}' --out '$DEMO' ${DEMO_ARGS:-}"
+  cd "$ROOT" || return 1
   echo "demo started (t=${SECONDS}s)"
 }
 
@@ -44,7 +39,7 @@ elif [ -f "$DEMO/exit_code" ] && [ "$(cat "$DEMO/exit_code")" = 0 ]; then
 else
   start
 fi
-while running && [ "$SECONDS" -lt "$WAIT" ]; do sleep 5; done
+wait_detached "perf/learning_demo/run.py" "$WAIT"
 if running; then echo "demo still running at t=${SECONDS}s"; else echo "demo exit $(cat "$DEMO/exit_code" 2>/dev/null)"; fi
 # A call brings back only a few files: the tables, and everything small (summaries, metrics, samples, logs,
 # reports, curves) in one archive; no weights, no build scratch, no synthesized data.

@@ -19,6 +19,8 @@
 #                    ablation; DEMO_ARGS) detached into /tmp/learning_demo, waited on for what is left of the budget
 #                    (a later call, or demo_bg.sh alone, waits on it again); its tables come back in $OUT. The
 #                    model must be in build/models/smollm2-135m first (scripts/device_model_parts.sh)
+#   kbeval           tests/gpu/kb_eval_bg.sh: #23's full KernelBench L1–L3 eval-model run of SmolLM2 (8 samples),
+#                    detached and waited on like demo; needs .realsubs/KernelBench carried and the model converted
 #   build-eval       musacoder mooreeval musa_shim_gpu_tests (what demo, stability and musa need)
 #   build            the targets in BUILD_TARGETS, in one ninja call
 #   deltanet-tests   model_gpu_tests' DeltaRuleGpu.* and Qwen35Gpu.* (the kernels' correctness, bf16 parity)
@@ -114,6 +116,7 @@ for step in $STEPS; do
       --overwrite --no-progress ${QUICKSTART_ARGS:-}
       tail -30 "$OUT/quickstart.log" ;;
     demo) BUILD_DIR="$BUILD" WAIT=$(($(left) - 15)) OUT="$OUT" bash tests/gpu/demo_bg.sh ;;
+    kbeval) BUILD_DIR="$BUILD" WAIT=$(($(left) - 15)) OUT="$OUT" bash tests/gpu/kb_eval_bg.sh ;;
     extra) run extra 560 bash -c "${EXTRA:-true}"
       cat "$OUT/extra.log" | tail -40 ;;
     *) echo "unknown step $step" ;;
