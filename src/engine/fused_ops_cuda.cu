@@ -7,7 +7,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include "engine/cuda_dtype.cuh"
+#include "core/cuda_dtype.cuh"
 #endif
 
 #include "engine/fused_ops_cuda.h"

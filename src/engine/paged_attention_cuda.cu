@@ -9,7 +9,7 @@
 #include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
-#include "engine/cuda_dtype.cuh"
+#include "core/cuda_dtype.cuh"
 #define MC_DYNAMIC_SHARED(name) extern __shared__ __align__(16) unsigned char name[]
 #endif
 

@@ -1,10 +1,11 @@
 #include "model/delta_rule.h"
 
+#include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
 
-#include <ATen/core/grad_mode.h>
-
+#include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <vector>
 
@@ -41,6 +42,14 @@ Heads to_heads(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& 
   Tensor kk = rep > 1 ? k.repeat_interleave(rep, 2) : k;
   return {l2_normalize(layout(qq)), l2_normalize(layout(kk)), layout(v), layout(g), layout(beta)};
 }
+
+#ifdef MUSACODER_HAVE_CUDA_KERNELS
+// Whether autograd would record an op on any of these (undefined tensors allowed).
+bool requires_grad(std::initializer_list<Tensor> xs) {
+  if (!at::GradMode::is_enabled()) return false;
+  return std::any_of(xs.begin(), xs.end(), [](const Tensor& x) { return x.defined() && x.requires_grad(); });
+}
+#endif
 
 Tensor initial_or_zeros(const Tensor& initial, const Heads& h) {
   if (initial.defined()) {
@@ -186,6 +195,20 @@ DeltaRuleOutput chunk_gated_delta_rule(const Tensor& q, const Tensor& k, const T
     Tensor out = r.out.transpose(1, 2).flatten(0, 1).index_select(0, l.dst);  // (B·T, Hv, dv)
     return {out.view({q.size(0), q.size(1), v.size(2), v.size(3)}).to(q.scalar_type()), Tensor()};
   }
+#ifdef MUSACODER_HAVE_CUDA_KERNELS
+  check_shapes(q, k, v, g, beta);
+  if (!requires_grad({q, k, v, g, beta, initial_state}) && detail::cuda_fused_layout_supports(q, k, v, C)) {
+    const int64_t B = q.size(0), T = q.size(1), Hv = v.size(2);
+    TORCH_CHECK(
+        !initial_state.defined() || initial_state.sizes() == at::IntArrayRef({B, Hv, q.size(3), v.size(3)}),
+        "delta rule: initial_state must be (B, Hv, dk, dv)");
+    auto [out, final_state] = detail::cuda_chunk_forward(q, k, v, g, beta, initial_state);
+    // (B, Hv, L, dv) float32 -> (B, T, Hv, dv) in q's dtype: one copy does the cut, transpose and cast
+    Tensor result = at::empty({B, T, Hv, v.size(3)}, v.options().dtype(q.scalar_type()));
+    result.copy_(out.narrow(2, 0, T).transpose(1, 2));
+    return {result, final_state};
+  }
+#endif
   Heads h = to_heads(q, k, v, g, beta);
   Tensor state = initial_or_zeros(initial_state, h);
   const int64_t T = h.v.size(2), pad = (C - T % C) % C;
@@ -205,10 +228,8 @@ DeltaRuleOutput recurrent_gated_delta_rule(const Tensor& q, const Tensor& k, con
   Tensor state = initial_or_zeros(initial_state, h);
   h.q = h.q / std::sqrt(static_cast<double>(h.q.size(-1)));
 #ifdef MUSACODER_HAVE_CUDA_KERNELS
-  const bool needs_grad = at::GradMode::is_enabled() &&
-                          (q.requires_grad() || k.requires_grad() || v.requires_grad() || g.requires_grad() ||
-                           beta.requires_grad() || (initial_state.defined() && initial_state.requires_grad()));
-  if (h.v.size(2) == 1 && !needs_grad && detail::cuda_delta_rule_supports(h.q, h.v, 64)) {
+  if (h.v.size(2) == 1 && !requires_grad({q, k, v, g, beta, initial_state}) &&
+      detail::cuda_delta_rule_supports(h.q, h.v, 64)) {
     auto [out, final_state] = detail::cuda_recurrent_step(h.q, h.k, h.v, h.g, h.beta, state.clone());
     return {out.transpose(1, 2).contiguous().to(q.scalar_type()), final_state};
   }

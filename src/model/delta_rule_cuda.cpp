@@ -4,6 +4,8 @@
 #include <cuda_runtime_api.h>
 #include <torch/torch.h>
 
+#include <cmath>
+
 #include "model/cuda/delta_rule_kernels.h"
 
 namespace musacoder::model::detail {
@@ -32,28 +34,42 @@ cuda::DeltaShape shape_of(const Tensor& q, const Tensor& v) {  // q (B, H, L, dk
   return s;
 }
 
-// Inputs (B, H, L, ·) contiguous float32; initial (B, H, dk, dv) (zeros when none); reset uint8 (B, N) or
-// empty. Outputs: out (B, H, L, dv), final state.
+struct ForwardResult {
+  Tensor out, final_state, checkpoints;
+};
+
+// The chunked forward's kernels. Inputs (B, H, L, ·) contiguous float32; initial (B, H, dk, dv); reset
+// uint8 (B, N) or empty. out (B, H, L, dv), the final state, and the state entering every chunk.
+ForwardResult forward_kernels(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g,
+                              const Tensor& beta, const Tensor& initial, const Tensor& reset) {
+  const cuda::DeltaShape s = shape_of(q, v);
+  const int64_t N = s.T / cuda::kChunk;
+  auto f32 = q.options();
+  Tensor u = torch::empty({s.rows, N, cuda::kChunk, s.dv}, f32),
+         wt = torch::empty({s.rows, N, s.dk, cuda::kChunk}, f32);
+  Tensor aqkt = torch::empty({s.rows, N, cuda::kChunk, cuda::kChunk}, f32);
+  Tensor qdt = torch::empty_like(wt), kd = torch::empty({s.rows, N, cuda::kChunk, s.dk}, f32);
+  Tensor decay = torch::empty({s.rows, N}, f32);
+  cuda::ChunkScratch scratch{mut(u), mut(wt), mut(aqkt), mut(qdt), mut(kd), mut(decay)};
+  check(cuda::chunk_prepare(s, ptr(q), ptr(k), ptr(v), ptr(g), ptr(beta), scratch, current_stream()),
+        "prepare");
+  ForwardResult r{torch::empty({q.size(0), q.size(1), s.T, s.dv}, f32),
+                  torch::empty({q.size(0), q.size(1), s.dk, s.dv}, f32),
+                  torch::empty({s.rows, N, s.dk, s.dv}, f32)};
+  const uint8_t* rs = reset.numel() ? reset.data_ptr<uint8_t>() : nullptr;
+  check(cuda::chunk_scan(s, scratch, rs, ptr(initial), mut(r.out), mut(r.final_state), mut(r.checkpoints),
+                         current_stream()),
+        "scan");
+  return r;
+}
+
+// The differentiable form (forward_kernels' inputs; custom backward over the chunk checkpoints).
 struct DeltaRuleFunction : public torch::autograd::Function<DeltaRuleFunction> {
   static variable_list forward(AutogradContext* ctx, Tensor q, Tensor k, Tensor v, Tensor g, Tensor beta,
                                Tensor initial, Tensor reset) {
-    const cuda::DeltaShape s = shape_of(q, v);
-    const int64_t N = s.T / cuda::kChunk;
-    auto f32 = q.options();
-    Tensor u = torch::empty({s.rows, N, cuda::kChunk, s.dv}, f32), wt = torch::empty({s.rows, N, s.dk, cuda::kChunk}, f32);
-    Tensor aqkt = torch::empty({s.rows, N, cuda::kChunk, cuda::kChunk}, f32);
-    Tensor qdt = torch::empty_like(wt), kd = torch::empty({s.rows, N, cuda::kChunk, s.dk}, f32);
-    Tensor decay = torch::empty({s.rows, N}, f32);
-    cuda::ChunkScratch scratch{mut(u), mut(wt), mut(aqkt), mut(qdt), mut(kd), mut(decay)};
-    check(cuda::chunk_prepare(s, ptr(q), ptr(k), ptr(v), ptr(g), ptr(beta), scratch, current_stream()), "prepare");
-    Tensor out = torch::empty({q.size(0), q.size(1), s.T, s.dv}, f32);
-    Tensor final_state = torch::empty({q.size(0), q.size(1), s.dk, s.dv}, f32);
-    Tensor checkpoints = torch::empty({s.rows, N, s.dk, s.dv}, f32);
-    const uint8_t* r = reset.numel() ? reset.data_ptr<uint8_t>() : nullptr;
-    check(cuda::chunk_scan(s, scratch, r, ptr(initial), mut(out), mut(final_state), mut(checkpoints), current_stream()),
-          "scan");
-    ctx->save_for_backward({q, k, v, g, beta, checkpoints, reset});
-    return {out, final_state};
+    ForwardResult r = forward_kernels(q, k, v, g, beta, initial, reset);
+    ctx->save_for_backward({q, k, v, g, beta, r.checkpoints, reset});
+    return {r.out, r.final_state};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -90,6 +106,45 @@ std::pair<at::Tensor, at::Tensor> cuda_chunk_scan(const at::Tensor& q, const at:
   auto outs = DeltaRuleFunction::apply(q.contiguous(), k.contiguous(), v.contiguous(), g.contiguous(),
                                        beta.contiguous(), state.contiguous(), r);
   return {outs[0], outs[1]};
+}
+
+bool cuda_fused_layout_supports(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                int64_t chunk_size) {
+  const auto dtype = q.scalar_type();
+  const bool floating = dtype == at::kFloat || dtype == at::kHalf || dtype == at::kBFloat16;
+  const int64_t dk = q.size(-1), dv = v.size(-1);
+  return q.is_cuda() && k.device() == q.device() && v.device() == q.device() && floating &&
+         k.scalar_type() == dtype && v.scalar_type() == dtype && chunk_size == cuda::kChunk &&
+         (dk == 16 || dk == 32 || dk == 64 || dk == 128) && dv % 32 == 0 && dv <= 128;
+}
+
+std::pair<at::Tensor, at::Tensor> cuda_chunk_forward(const at::Tensor& q_in, const at::Tensor& k_in,
+                                                     const at::Tensor& v_in, const at::Tensor& g,
+                                                     const at::Tensor& beta, const at::Tensor& initial) {
+  auto last_contiguous = [](const Tensor& x) { return x.stride(-1) == 1 ? x : x.contiguous(); };
+  const Tensor q = last_contiguous(q_in), k = last_contiguous(k_in), v = last_contiguous(v_in);
+  const Tensor gf = g.to(torch::kFloat), bf = beta.to(torch::kFloat);
+  const int64_t B = q.size(0), T = q.size(1), Hv = v.size(2), dk = q.size(3), dv = v.size(3);
+  const int64_t L = (T + cuda::kChunk - 1) / cuda::kChunk * cuda::kChunk;
+  auto f32 = q.options().dtype(torch::kFloat);
+  Tensor qo = torch::empty({B, Hv, L, dk}, f32), ko = torch::empty_like(qo),
+         vo = torch::empty({B, Hv, L, dv}, f32);
+  Tensor go = torch::empty({B, Hv, L}, f32), bo = torch::empty_like(go);
+  auto source = [](const Tensor& x) {
+    return cuda::LayoutSource{x.data_ptr(), x.stride(0), x.stride(1), x.stride(2)};
+  };
+  cuda::LayoutArgs a;
+  a.dtype = q.scalar_type() == at::kFloat ? 0 : (q.scalar_type() == at::kHalf ? 1 : 2);
+  a.B = B, a.T = T, a.T_padded = L, a.Hk = q.size(2), a.Hv = Hv, a.dk = dk, a.dv = dv;
+  a.q = source(q), a.k = source(k), a.v = source(v), a.g = source(gf), a.beta = source(bf);
+  a.q_scale = static_cast<float>(std::pow(static_cast<double>(dk), -0.5));
+  a.q_out = mut(qo), a.k_out = mut(ko), a.v_out = mut(vo), a.g_out = mut(go), a.beta_out = mut(bo);
+  check(cuda::layout_inputs(a, current_stream()), "layout");
+  const Tensor state =
+      initial.defined() ? initial.to(torch::kFloat).contiguous() : torch::zeros({B, Hv, dk, dv}, f32);
+  ForwardResult r =
+      forward_kernels(qo, ko, vo, go, bo, state, torch::empty({0}, q.options().dtype(torch::kUInt8)));
+  return {r.out, r.final_state};
 }
 
 std::pair<at::Tensor, at::Tensor> cuda_recurrent_step(const at::Tensor& q, const at::Tensor& k,

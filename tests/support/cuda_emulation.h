@@ -1,10 +1,11 @@
-// Runs CUDA kernels written for the engine on the CPU, to check their logic (indexing, synchronisation,
-// numerics) where no GPU exists: a block's threads are std::threads, __syncthreads a std::barrier, a warp
-// shuffle an exchange through a per-warp buffer between two barriers, cp.async a memcpy (completed at once,
-// so pipeline waits are no-ops), and the element types are host structs with the device's rounding (bf16
-// round-to-nearest-even, fp16 through _Float16). Include this, define MUSACODER_CUDA_EMULATION, then include
-// the .cu; compile with -fno-strict-aliasing (the kernels reinterpret 16-byte loads, as CUDA code does).
-// What it cannot see: timing, races that a barrier hides on the CPU but not on the GPU, and device limits.
+// Runs CUDA kernels written for the engine and the model on the CPU, to check their logic (indexing,
+// synchronisation, numerics) where no GPU exists: a block's threads are std::threads, __syncthreads a
+// std::barrier, a warp shuffle an exchange through a per-warp buffer between two barriers, cp.async a memcpy
+// (completed at once, so pipeline waits are no-ops), and the element types are host structs with the device's
+// rounding (bf16 round-to-nearest-even, fp16 through _Float16). Include this, define
+// MUSACODER_CUDA_EMULATION, then include the .cu; compile with -fno-strict-aliasing (the kernels reinterpret
+// 16-byte loads, as CUDA code does). What it cannot see: timing, races that a barrier hides on the CPU but
+// not on the GPU, and device limits.
 #pragma once
 
 #include <algorithm>
@@ -87,8 +88,8 @@ inline void __pipeline_memcpy_async(void* dst, const void* src, size_t n) {
 inline void __pipeline_commit() {}
 inline void __pipeline_wait_prior(int) {}
 
-// cuda_dtype.cuh's helpers for the host types.
-namespace musacoder::engine {
+// core/cuda_dtype.cuh's helpers for the host types.
+namespace musacoder {
 inline float to_float(float x) {
   return x;
 }
@@ -126,7 +127,7 @@ inline float warp_sum(float x) {
   for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
   return x;
 }
-}  // namespace musacoder::engine
+}  // namespace musacoder
 
 namespace cuda_emulation {
 // kernel() over `grid`, `threads` (a multiple of 32) per block, one block at a time, with `shared_bytes` of

@@ -67,6 +67,27 @@ int recurrent_backward(const DeltaShape& s, const float* q, const float* k, cons
                        const float* d_final, float* dq, float* dk, float* dv, float* dg, float* dbeta,
                        float* d_initial, Stream stream);
 
+// The inputs in the model's layout turned into the kernels' (delta_rule_layout.cu), for a forward without
+// gradients: one pass instead of the repeat, transpose, cast, L2 norm and scaling ops of
+// model/delta_rule.cpp. q, k (B, T, Hk, dk) and v (B, T, Hv, dv) of `dtype` (0 float, 1 half, 2 bfloat16), g
+// and beta (B, T, Hv) float32, each with its own strides (the last dimension contiguous). Writes, float32,
+// for row r = b·Hv + h and token t < T_padded (zeros for t ≥ T): q_out[r][t] = l2norm(q[b][t][h / (Hv / Hk)])
+// · q_scale, k_out[r][t] = l2norm(k[b][t][h / (Hv / Hk)]), v_out[r][t] = v[b][t][h], g_out[r][t],
+// beta_out[r][t]; with l2norm(x) = x · rsqrt(Σ x² + eps) in float32, the order of torch's ops (the sum's
+// order aside).
+struct LayoutSource {
+  const void* data = nullptr;
+  int64_t sb = 0, st = 0, sh = 0;  // element strides of b, t and the head
+};
+struct LayoutArgs {
+  int dtype = 0;  // of q, k, v
+  int64_t B = 0, T = 0, T_padded = 0, Hk = 0, Hv = 0, dk = 0, dv = 0;
+  LayoutSource q, k, v, g, beta;
+  float q_scale = 1.f, eps = 1e-6f;
+  float *q_out = nullptr, *k_out = nullptr, *v_out = nullptr, *g_out = nullptr, *beta_out = nullptr;
+};
+int layout_inputs(const LayoutArgs& a, Stream stream);
+
 // One decode token per row: q, k (BH, dk), v, o (BH, dv), g, beta (BH); state (BH, dk, dv) in place.
 int recurrent_step(const DeltaShape& s, const float* q, const float* k, const float* v, const float* g,
                    const float* beta, float* state, float* o, Stream stream);

@@ -98,6 +98,51 @@ TEST(DeltaRuleGpu, PackedSequencesMatchTheLibtorchReference) {
   expect_close(gpu, cpu, 2e-4, "packed");
 }
 
+// Without gradients the CUDA path takes the model's layout through one kernel (cuda::layout_inputs: head
+// repeat, L2 norms, scaling, padding) instead of the libtorch ops: its output and final state against the CPU
+// reference, from strided inputs (q, k, v slices of one fused row) in float32 and bfloat16, with and without
+// an initial state, GQA 2x and none, T not a chunk multiple.
+TEST(DeltaRuleGpu, NoGradForwardFromStridedInputsMatchesTheLibtorchReference) {
+  SKIP_WITHOUT_KERNELS();
+  torch::NoGradGuard no_grad;
+  struct Shape {
+    int64_t B, T, hk, hv, dk, dv;
+  };
+  for (const Shape& s : {Shape{1, 200, 2, 4, 128, 128}, Shape{2, 70, 3, 3, 64, 96}}) {
+    for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
+      torch::manual_seed(5);
+      torch::Tensor fused = torch::randn({s.B, s.T, 2 * s.hk * s.dk + s.hv * s.dv + 8}).to(dtype);
+      auto heads = [&](int64_t from, int64_t h, int64_t d) {
+        return fused.narrow(2, from, h * d).unflatten(2, {h, d});
+      };
+      torch::Tensor q = heads(0, s.hk, s.dk), k = heads(s.hk * s.dk, s.hk, s.dk),
+                    v = heads(2 * s.hk * s.dk, s.hv, s.dv);
+      torch::Tensor g = -torch::rand({s.B, s.T, s.hv}) * 0.3 - 0.01, beta = torch::rand({s.B, s.T, s.hv});
+      torch::Tensor s0 = torch::randn({s.B, s.hv, s.dk, s.dv}) * 0.1;
+      for (const bool with_state : {false, true}) {
+        const torch::Tensor init = with_state ? s0 : torch::Tensor();
+        DeltaRuleOutput cpu = chunk_gated_delta_rule(q.to(torch::kFloat), k.to(torch::kFloat),
+                                                     v.to(torch::kFloat), g, beta, init);
+        DeltaRuleOutput gpu = chunk_gated_delta_rule(q.cuda(), k.cuda(), v.cuda(), g.cuda(), beta.cuda(),
+                                                     with_state ? s0.cuda() : torch::Tensor());
+        ASSERT_EQ(gpu.out.scalar_type(), dtype);
+        ASSERT_EQ(gpu.out.sizes(), cpu.out.sizes());
+        const double tol =
+            dtype == torch::kFloat ? 2e-4 : 0.02 * std::max(1.0, cpu.out.abs().max().item<double>());
+        const double out_err = max_abs(gpu.out.to(torch::kFloat), cpu.out),
+                     state_err = max_abs(gpu.final_state, cpu.final_state);
+        EXPECT_LE(out_err, tol) << "dk " << s.dk << " state " << with_state;
+        EXPECT_LE(state_err, dtype == torch::kFloat ? 2e-4 : 2e-3)
+            << "dk " << s.dk << " state " << with_state;
+        std::printf(
+            "GPU_RESULT delta_rule no_grad dtype=%s dk=%lld state=%d out_max_abs=%.3g state_max_abs=%.3g\n",
+            dtype == torch::kFloat ? "float" : "bf16", static_cast<long long>(s.dk), with_state ? 1 : 0,
+            out_err, state_err);
+      }
+    }
+  }
+}
+
 TEST(DeltaRuleGpu, FusedDecodeStepMatchesTheLibtorchReference) {
   SKIP_WITHOUT_KERNELS();
   torch::NoGradGuard no_grad;

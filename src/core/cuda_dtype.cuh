@@ -1,11 +1,12 @@
-// Device helpers shared by the engine's CUDA kernels: float conversion of the three element types (float,
+// Device helpers shared by the CUDA kernels (engine, model): float conversion of the three element types
+// (float,
 // __half, __nv_bfloat16; from_float rounds to nearest even) and a warp-wide sum.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-namespace musacoder::engine {
+namespace musacoder {
 
 __device__ __forceinline__ float to_float(float x) {
   return x;
@@ -42,4 +43,4 @@ __device__ __forceinline__ float warp_sum(float x) {
   return x;
 }
 
-}  // namespace musacoder::engine
+}  // namespace musacoder
