@@ -22,8 +22,9 @@ constexpr int kNormPerThread = 16;  // row elements a thread keeps in registers:
 
 // One block per row: h ← round(h + delta), then the normalised row scaled by the weight. The thread's
 // elements (c = threadIdx.x + i · blockDim.x) stay in registers between the sum of squares and the scaling,
-// so the row is read once; all loads of a thread are issued before their first use. A row wider than
-// kNormPerThread · kNormThreads reads h again in the second pass.
+// so the row is read once; h, delta and the weight are all loaded in one predicated, fully unrolled loop
+// before any is used, so a row costs one memory round trip (a decode step's rows are single vectors: the
+// latency is the kernel's time). A row wider than kNormPerThread · kNormThreads reads h again in a second pass.
 template <typename T>
 __global__ void __launch_bounds__(kNormThreads) add_rms_norm_kernel(FusedArgs a) {
   T* h = static_cast<T*>(a.h) + blockIdx.x * a.cols;
@@ -31,22 +32,21 @@ __global__ void __launch_bounds__(kNormThreads) add_rms_norm_kernel(FusedArgs a)
   const T* w = static_cast<const T*>(a.weight);
   T* out = static_cast<T*>(a.out) + blockIdx.x * a.cols;
   const bool held = a.cols <= static_cast<int64_t>(kNormPerThread) * blockDim.x;
-  float x[kNormPerThread];
+  float x[kNormPerThread], wv[kNormPerThread];
 #pragma unroll
   for (int i = 0; i < kNormPerThread; ++i) {
     const int64_t c = threadIdx.x + static_cast<int64_t>(i) * blockDim.x;
-    x[i] = c < a.cols ? to_float(h[c]) : 0.f;
+    const bool in = c < a.cols;
+    const float hv = in ? to_float(h[c]) : 0.f, dv = in && delta ? to_float(delta[c]) : 0.f;
+    wv[i] = in ? to_float(w[c]) : 0.f;
+    x[i] = delta ? round_to<T>(hv + dv) : hv;
   }
   float sq = 0.f;
 #pragma unroll
   for (int i = 0; i < kNormPerThread; ++i) {
     const int64_t c = threadIdx.x + static_cast<int64_t>(i) * blockDim.x;
-    if (c >= a.cols) break;
-    if (delta) {
-      x[i] = round_to<T>(x[i] + to_float(delta[c]));
-      h[c] = from_float<T>(x[i]);
-    }
-    sq += x[i] * x[i];
+    if (delta && c < a.cols) h[c] = from_float<T>(x[i]);
+    sq += x[i] * x[i];  // 0 past the row
   }
   for (int64_t c = threadIdx.x + static_cast<int64_t>(kNormPerThread) * blockDim.x; c < a.cols;
        c += blockDim.x) {
@@ -71,8 +71,7 @@ __global__ void __launch_bounds__(kNormThreads) add_rms_norm_kernel(FusedArgs a)
 #pragma unroll
   for (int i = 0; i < kNormPerThread; ++i) {
     const int64_t c = threadIdx.x + static_cast<int64_t>(i) * blockDim.x;
-    if (c >= a.cols) break;
-    out[c] = from_float<T>(to_float(w[c]) * round_to<T>(x[i] * rstd));
+    if (c < a.cols) out[c] = from_float<T>(wv[i] * round_to<T>(x[i] * rstd));
   }
   if (held) return;
   for (int64_t c = threadIdx.x + static_cast<int64_t>(kNormPerThread) * blockDim.x; c < a.cols;
