@@ -1,7 +1,10 @@
 // Training core on libtorch: the chunked LM-head cross-entropy against the plain (T, V) computation, the fused
 // AdamW against its formula, device-side clipping, ZeRO-1 owner assignment.
 #include <gtest/gtest.h>
+#include <torch/cuda.h>
 #include <torch/torch.h>
+
+#include <cstdio>
 
 #include "train/common/forward.h"
 #include "train/common/lm_loss.h"
@@ -31,6 +34,29 @@ TEST(ChunkedLmLoss, EqualsPlainCrossEntropyAndItsGradients) {
     EXPECT_LE((gw - g[1]).abs().max().item<double>(), 1e-5) << "chunk " << chunk;
   }
   EXPECT_EQ(lm_loss_chunk_rows(248320), 270);  // 256 MiB of fp32 logits at Qwen3.5's vocabulary
+}
+
+// On CUDA the bf16 weight gradient accumulates in the matmul's fp32 output (addmm with out_dtype); against
+// the fp32 gradient of the same bf16 values. Runs where libtorch sees a CUDA device (the GPU machine), else
+// skips.
+TEST(ChunkedLmLoss, Bf16WeightGradientOnCudaEqualsTheFp32Gradient) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "skipped: libtorch sees no CUDA device";
+  torch::manual_seed(2);
+  const int64_t N = 300, C = 64, V = 1000;
+  torch::Tensor h32 = torch::randn({N, C}).to(torch::kBFloat16).to(torch::kFloat);
+  torch::Tensor w32 = (torch::randn({V, C}) * 0.3).to(torch::kBFloat16).to(torch::kFloat);
+  torch::Tensor t = torch::randint(0, V, {N}, torch::kLong);
+  torch::Tensor h = h32.to(torch::kCUDA, torch::kBFloat16).requires_grad_(true);
+  torch::Tensor w = w32.to(torch::kCUDA, torch::kBFloat16).requires_grad_(true);
+  chunked_lm_cross_entropy(h, w, t.cuda(), 64).backward();
+  torch::Tensor hr = h32.clone().requires_grad_(true), wr = w32.clone().requires_grad_(true);
+  torch::nn::functional::cross_entropy(
+      hr.matmul(wr.t()), t, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+      .backward();
+  const double scale = wr.grad().abs().max().item<double>();
+  const double err = (w.grad().cpu().to(torch::kFloat) - wr.grad()).abs().max().item<double>();
+  EXPECT_LE(err, 0.02 * scale) << "max |dW - ref| " << err << " of " << scale;
+  std::printf("GPU_RESULT lm_loss bf16 dW max abs err %.3g (max |dW| %.3g)\n", err, scale);
 }
 
 TEST(ChunkedLmLoss, Bf16HiddenKeepsFloat32LossAndWeightGradient) {
