@@ -36,9 +36,8 @@ TEST(ChunkedLmLoss, EqualsPlainCrossEntropyAndItsGradients) {
   EXPECT_EQ(lm_loss_chunk_rows(248320), 270);  // 256 MiB of fp32 logits at Qwen3.5's vocabulary
 }
 
-// On CUDA the bf16 weight gradient accumulates in the matmul's fp32 output (addmm with out_dtype); against
-// the fp32 gradient of the same bf16 values. Runs where libtorch sees a CUDA device (the GPU machine), else
-// skips.
+// On CUDA (cuBLAS bf16 products per chunk, summed in fp32) against the fp32 gradient of the same bf16 values.
+// Runs where libtorch sees a CUDA device (the GPU machine), else skips.
 TEST(ChunkedLmLoss, Bf16WeightGradientOnCudaEqualsTheFp32Gradient) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "skipped: libtorch sees no CUDA device";
   torch::manual_seed(2);
