@@ -1,6 +1,7 @@
 #include "train/common/optimizer.h"
 
 #include <cmath>
+#include <optional>
 
 #include "core/check.h"
 
@@ -74,7 +75,9 @@ torch::Tensor AdamW::clip_grad_norm(double max_norm) {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> g = grads();
   torch::Tensor total = torch::stack(at::_foreach_norm(g)).norm();
-  if (max_norm > 0) {
+  if (max_norm > 0 && options_.fused) {
+    grad_scale_ = ((total + 1e-6) / max_norm).clamp_min(1.0).to(torch::kFloat);
+  } else if (max_norm > 0) {
     torch::Tensor coef = (max_norm / (total + 1e-6)).clamp_max(1.0);
     at::_foreach_mul_(g, coef);
   }
@@ -97,8 +100,11 @@ void AdamW::update(const std::vector<std::size_t>& which, double lr, double wd) 
     // The fused kernel reads the step counters but does not advance them (torch.optim advances them first):
     // a counter left at 0 makes the bias correction 1 − β⁰ = 0 and the update NaN.
     at::_foreach_add_(s, 1.0);
-    at::_fused_adamw_(p, g, m, v, /*max_exp_avg_sqs=*/{}, s, lr, o.beta1, o.beta2, wd, o.eps, /*amsgrad=*/false,
-                      /*maximize=*/false);
+    std::optional<torch::Tensor> scale;
+    if (grad_scale_.defined()) scale = grad_scale_;
+    at::_fused_adamw_(p, g, m, v, /*max_exp_avg_sqs=*/{}, s, lr, o.beta1, o.beta2, wd, o.eps,
+                      /*amsgrad=*/false,
+                      /*maximize=*/false, scale);
     return;
   }
   for (std::size_t k = 0; k < p.size(); ++k) {
@@ -130,6 +136,7 @@ void AdamW::step(double lr) {
 }
 
 void AdamW::zero_grad() {
+  grad_scale_ = torch::Tensor();
   for (std::size_t i = 0; i < params_.size(); ++i) {
     grad32_stale_[i] = true;  // overwritten by the next accumulate_grads, zeroed by grads() if none comes
     params_[i].param.mutable_grad() = torch::Tensor();

@@ -51,8 +51,10 @@ class AdamW {
   void accumulate_grads();
   // The fp32 gradient of every parameter (zeros where backward produced none), in params() order.
   std::vector<torch::Tensor> grads();
-  // Total L2 norm of grads() as a 0-dim device tensor; when max_norm > 0 the grads are scaled by
-  // min(1, max_norm / (norm + 1e-6)) on the device (no host sync).
+  // Total L2 norm of grads() as a 0-dim device tensor; when max_norm > 0 the next step() uses the grads
+  // scaled by min(1, max_norm / (norm + 1e-6)), on the device (no host sync). The fused update takes the
+  // factor as its grad_scale (divides by max(1, (norm + 1e-6) / max_norm) as it loads each gradient: no pass
+  // of its own over the fp32 gradients); the reference path scales grads() in place here.
   torch::Tensor clip_grad_norm(double max_norm);
   // Updates the owned parameters at learning rate `lr`, writes them back to the parameters, zeroes all grads.
   void step(double lr);
@@ -72,6 +74,8 @@ class AdamW {
   // grad32_[i] holds nothing of this step yet: the next accumulate_grads copies instead of adding (one cast
   // kernel instead of a fill and a mixed-dtype add per parameter; 19 of 172 GPU ms of a 1.5B SFT step).
   std::vector<bool> grad32_stale_;
+  torch::Tensor
+      grad_scale_;  // set by clip_grad_norm for the fused update (undefined: none); step() clears it
   std::vector<torch::Tensor> master_;   // fp32 master (owned params; the param itself when it is fp32)
   std::vector<torch::Tensor> exp_avg_, exp_avg_sq_, steps_;  // owned params only
 };

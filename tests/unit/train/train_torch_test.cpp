@@ -197,7 +197,9 @@ TEST(AdamW, FusedKernelEqualsTheFormulaWithDecayOnMatricesOnly) {
 
 TEST(AdamW, ClipsOnTheDeviceAndKeepsFp32MastersForBf16Params) {
   std::vector<NamedParam> p = {{"w", torch::ones({2, 2}).to(torch::kBFloat16).requires_grad_(true)}};
-  AdamW opt(p, {});
+  AdamWOptions reference;
+  reference.fused = false;  // scales grads() in place (the fused update takes the factor as its grad_scale)
+  AdamW opt(p, reference);
   p[0].param.mutable_grad() = torch::full({2, 2}, 3.0).to(torch::kBFloat16);
   opt.accumulate_grads();
   p[0].param.mutable_grad() = torch::full({2, 2}, 1.0).to(torch::kBFloat16);
@@ -210,6 +212,38 @@ TEST(AdamW, ClipsOnTheDeviceAndKeepsFp32MastersForBf16Params) {
   opt.step(0.5);
   EXPECT_EQ(opt.state().size(), 4u);  // + the fp32 master
   EXPECT_NEAR(p[0].param[0][0].item<double>(), 0.5, 1e-2);  // first Adam step moves by lr
+}
+
+// Clipping in the fused update (the factor as _fused_adamw_'s grad_scale) moves the parameters as clipping
+// the gradients first and updating without one does (the reference path), step after step; a step without
+// clipping after a clipped one uses no stale factor.
+TEST(AdamW, FusedClippingEqualsClippingTheGradientsFirst) {
+  auto params = [] {
+    torch::manual_seed(3);
+    return std::vector<NamedParam>{{"w", torch::randn({4, 3}).requires_grad_(true)},
+                                   {"b", torch::randn({3}).to(torch::kBFloat16).requires_grad_(true)}};
+  };
+  std::vector<NamedParam> a = params(), b = params();
+  AdamWOptions fused, plain;
+  fused.weight_decay = plain.weight_decay = 0.1;
+  plain.fused = false;
+  AdamW fa(a, fused), pb(b, plain);
+  for (int step = 0; step < 3; ++step) {
+    torch::manual_seed(10 + step);
+    const torch::Tensor gw = torch::randn({4, 3}) * 5, gb = torch::randn({3}) * 5;
+    for (auto* ps : {&a, &b}) {
+      (*ps)[0].param.mutable_grad() = gw.clone();
+      (*ps)[1].param.mutable_grad() = gb.to(torch::kBFloat16);
+    }
+    fa.accumulate_grads(), pb.accumulate_grads();
+    const double max_norm = step == 2 ? 0.0 : 1.0;  // the last step unclipped
+    EXPECT_NEAR(fa.clip_grad_norm(max_norm).item<double>(), pb.clip_grad_norm(max_norm).item<double>(), 1e-5);
+    fa.step(0.05), pb.step(0.05);
+    for (std::size_t i = 0; i < a.size(); ++i)
+      EXPECT_LE((a[i].param.to(torch::kFloat) - b[i].param.to(torch::kFloat)).abs().max().item<double>(),
+                1e-5)
+          << a[i].name << " after step " << step;
+  }
 }
 
 // The fp32 buffer is overwritten by the first backward after a step (not zeroed and added to), and reads as
