@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <numeric>
 
 #include "kernelbench/metrics.h"
 #include "kernelbench/scorer.h"
@@ -149,6 +150,28 @@ json infra_block(const Chains& chains) {
   return {{"generation", generation}, {"verifier", verifier}};
 }
 
+// Sum, median and maximum of v (zeros when empty).
+json seconds_stats(std::vector<double> v) {
+  if (v.empty()) return {{"sum", 0.0}, {"median", 0.0}, {"max", 0.0}};
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  const double median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  return {{"sum", std::accumulate(v.begin(), v.end(), 0.0)}, {"median", median}, {"max", v.back()}};
+}
+
+json time_block(const Chains& chains) {
+  std::vector<double> generate, verify;
+  for (const auto& [key, turns] : chains)
+    for (const auto& r : turns) {
+      generate.push_back(r.generate_seconds);
+      verify.push_back(r.verify_seconds);
+    }
+  const auto n = static_cast<int64_t>(generate.size());
+  return {{"turns", n},
+          {"generate_seconds", seconds_stats(std::move(generate))},
+          {"verify_seconds", seconds_stats(std::move(verify))}};
+}
+
 }  // namespace
 
 std::string fast_p_key(double p) {
@@ -172,8 +195,9 @@ json aggregate(const Suite& suite, const Chains& chains, const AggregateOptions&
                                 {"turns", samples[s].turns}});
     tasks.push_back(row);
   }
-  return {{"schema", kSummarySchema}, {"k", o.samples}, {"turns", o.turns}, {"suite", suite_block(suite)},
-          {"views", views}, {"infra", infra_block(chains)}, {"tasks", tasks}};
+  return {{"schema", kSummarySchema},    {"k", o.samples}, {"turns", o.turns},
+          {"suite", suite_block(suite)}, {"views", views}, {"infra", infra_block(chains)},
+          {"time", time_block(chains)},  {"tasks", tasks}};
 }
 
 }  // namespace musacoder::kernelbench

@@ -35,10 +35,12 @@ struct AggregateOptions {
 
 // {"schema", "k", "turns", "suite": {"id","content_hash","tasks","usable","unloadable":[{"id","error"}]},
 //  "views": {"turn1": {"overall": G, "level1": G, ...}, ..., "best": {...}},
-//  "infra": {"generation": n, "verifier": n}, "tasks": [{"id","level","samples":[{"sample","verdict",
-//  "speedup","turns"}]}]}, with G = {"tasks","samples","infra","missing","tasks_short_of_k",
-//  "pass_at_1","pass_at_k","avg_at_k": {"mean","low","high"}, "fast_p": {"1.1": {...}, ...},
-//  "geomean_speedup": x|null, "verdicts": {class: n}, "speedups": [x, ...]}.
+//  "infra": {"generation": n, "verifier": n}, "time": {"turns": n, "generate_seconds": T, "verify_seconds":
+//  T} (T = {"sum","median","max"} over every turn record: submission to last token, and verification),
+//  "tasks": [{"id","level","samples":[{"sample","verdict", "speedup","turns"}]}]}, with G =
+//  {"tasks","samples","infra","missing","tasks_short_of_k", "pass_at_1","pass_at_k","avg_at_k":
+//  {"mean","low","high"}, "fast_p": {"1.1": {...}, ...}, "geomean_speedup": x|null, "verdicts": {class: n},
+//  "speedups": [x, ...]}.
 nlohmann::json aggregate(const Suite& suite, const Chains& chains, const AggregateOptions& options);
 
 // "0", "0.8", "1", "1.1", "1.5", "2": the key of a fast_p threshold.

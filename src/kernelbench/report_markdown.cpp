@@ -65,6 +65,27 @@ std::string verdict_lines(const json& overall) {
   return s.empty() ? "- (none yet)\n" : s;
 }
 
+// Where the run's time went: its wall clock (the last session of a resumed run) and, per turn, generation
+// (submission to last token) and verification. Turns run concurrently, so the sums exceed the wall.
+std::string time_lines(const json& time, const json& run) {
+  if (time.empty()) return "";
+  auto secs = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f s", v);
+    return std::string(buf);
+  };
+  const json &g = time["generate_seconds"], &v = time["verify_seconds"];
+  std::string s = "## Time\n\n";
+  if (run.contains("wall_seconds_last_session"))
+    s += "- wall (this session of the run): " + secs(run["wall_seconds_last_session"].get<double>()) + "\n";
+  s += "- per turn (" + std::to_string(time["turns"].get<int64_t>()) + " turns): generation median " +
+       secs(g["median"].get<double>()) + ", max " + secs(g["max"].get<double>()) + "; verification median " +
+       secs(v["median"].get<double>()) + ", max " + secs(v["max"].get<double>()) + "\n";
+  s += "- summed over turns (they overlap): generation " + secs(g["sum"].get<double>()) + ", verification " +
+       secs(v["sum"].get<double>()) + "\n\n";
+  return s;
+}
+
 }  // namespace
 
 std::string summary_markdown(const json& summary) {
@@ -84,6 +105,7 @@ std::string summary_markdown(const json& summary) {
   const json& infra = summary["infra"];
   s += "## Infrastructure failures (not scored)\n\n- generation: " + std::to_string(infra["generation"].get<int>()) +
        "\n- verifier: " + std::to_string(infra["verifier"].get<int>()) + "\n\n";
+  s += time_lines(summary.value("time", json::object()), run);
   s += "## Unloadable tasks (" + std::to_string(summary["suite"]["unloadable"].size()) + ")\n\n";
   for (const auto& u : summary["suite"]["unloadable"])
     s += "- `" + u["id"].get<std::string>() + "`: " + u["error"].get<std::string>() + "\n";

@@ -98,6 +98,41 @@ struct TempFile {
   ~TempFile() { fs::remove(path); }
 };
 
+// The time block over every turn record, hand-computed: generation 1, 2, 4, 8, 16, 32 s (sum 63, median
+// (4 + 8) / 2 = 6, max 32) and verification 0.5, 0.25, 3, 1, 0, 2 s (sum 6.75, median (0.5 + 1) / 2 = 0.75,
+// max 3); without chain (level1/a, 1) (2 and 4 s) the generation median is (8 + 16) / 2 = 12. summary.md
+// shows the block with the run's wall.
+TEST(Aggregate, TimeBlockSumsMediansAndMaxima) {
+  Chains c = two_turn_chains();  // six turn records, in key order
+  const double gen[] = {1, 2, 4, 8, 16, 32}, ver[] = {0.5, 0.25, 3, 1, 0, 2};
+  int i = 0;
+  for (auto& [key, turns] : c)
+    for (auto& r : turns) {
+      ASSERT_LT(i, 6);
+      r.generate_seconds = gen[i], r.verify_seconds = ver[i], ++i;
+    }
+  ASSERT_EQ(i, 6);
+  json s = aggregate(two_level_suite(), c, {2, 2});
+  const json& t = s["time"];
+  EXPECT_EQ(t["turns"], 6);
+  EXPECT_DOUBLE_EQ(t["generate_seconds"]["sum"].get<double>(), 63.0);
+  EXPECT_DOUBLE_EQ(t["generate_seconds"]["median"].get<double>(), 6.0);
+  EXPECT_DOUBLE_EQ(t["generate_seconds"]["max"].get<double>(), 32.0);
+  EXPECT_DOUBLE_EQ(t["verify_seconds"]["sum"].get<double>(), 6.75);
+  EXPECT_DOUBLE_EQ(t["verify_seconds"]["median"].get<double>(), 0.75);
+  EXPECT_DOUBLE_EQ(t["verify_seconds"]["max"].get<double>(), 3.0);
+  Chains fewer = c;
+  fewer.erase(ChainKey{"level1/a", 1});
+  EXPECT_DOUBLE_EQ(
+      aggregate(two_level_suite(), fewer, {2, 2})["time"]["generate_seconds"]["median"].get<double>(), 12.0);
+  s["run"] = {{"model", "m"}, {"scorer", "x"}, {"wall_seconds_last_session", 12.5}};
+  const std::string md = summary_markdown(s);
+  EXPECT_NE(md.find("- wall (this session of the run): 12.50 s"), std::string::npos) << md;
+  EXPECT_NE(md.find("generation median 6.00 s, max 32.00 s; verification median 0.75 s, max 3.00 s"),
+            std::string::npos)
+      << md;
+}
+
 TEST(SampleLog, CutsATornLastLineAndLaterLinesReplaceTurns) {
   TempFile f;
   const std::string a = to_json(rec("level1/a", 1, 0, 1, "infra_error", {}, true, "verifier: down")).dump();
