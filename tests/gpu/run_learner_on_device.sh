@@ -28,6 +28,9 @@
 #   musa             #25 on the GPU: musa_shim_gpu_tests (every bundled CUDA solution ported to MUSA and shimmed
 #                    back, same verdict class), then port-suite of the KernelBench checkout in KB_DIR (default
 #                    .realsubs/KernelBench, carried), shimmed back, references loaded and run (KB_PER_LEVEL)
+#   realsubs         #29's real KernelBench submissions through mooreeval eval-batch on cuda (REALSUBS_SAMPLES,
+#                    default .realsubs/samples; tasks in .realsubs/tasks; dev/real_submissions/fetch.sh makes both)
+#   cudaunit         the unit tests that also run on CUDA when a device is there (ChunkedLmLoss.*, AdamW.*)
 #   extra            bash -c "$EXTRA" (an experiment of the session; output in $OUT/extra.log)
 # Usage there: source .devdeps/unpack && STEPS="build-gpu-tests gpu-tests build-rest train" bash tests/gpu/run_learner_on_device.sh
 # A later call on the same warm machine reuses build-gpu (configure is skipped when build.ninja exists).
@@ -117,6 +120,14 @@ for step in $STEPS; do
       tail -30 "$OUT/quickstart.log" ;;
     demo) BUILD_DIR="$BUILD" WAIT=$(($(left) - 15)) OUT="$OUT" bash tests/gpu/demo_bg.sh ;;
     kbeval) BUILD_DIR="$BUILD" WAIT=$(($(left) - 15)) OUT="$OUT" bash tests/gpu/kb_eval_bg.sh ;;
+    realsubs) run realsubs 400 "$BUILD"/tools/mooreeval/mooreeval eval-batch --backend cuda --tasks .realsubs/tasks \
+      --samples "${REALSUBS_SAMPLES:-.realsubs/samples}" --workers "${WORKERS:-8}" --out "$OUT/realsubs.jsonl"
+      python3 -c 'import json, sys
+for line in open(sys.argv[1]):
+    v = json.loads(line)
+    print(v["task"], v.get("sample", ""), v["verdict"], v.get("speedup"), v["message"][:160].replace("\n", " "))' \
+        "$OUT/realsubs.jsonl" | tee "$OUT/realsubs_table.txt" | tail -60 ;;
+    cudaunit) run cudaunit 120 "$BUILD"/tests/unit/train/train_unit_tests --gtest_filter='ChunkedLmLoss.*:AdamW.*' ;;
     extra) run extra 560 bash -c "${EXTRA:-true}"
       cat "$OUT/extra.log" | tail -40 ;;
     *) echo "unknown step $step" ;;
