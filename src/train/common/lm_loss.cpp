@@ -1,12 +1,39 @@
 #include "train/common/lm_loss.h"
 
 #include <algorithm>
+#include <utility>
+
+#ifdef MUSACODER_HAVE_TRAIN_CUDA_KERNELS
+#include "train/common/lm_loss_cuda.h"
+#endif
 
 namespace musacoder::train {
 namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
+
+// log Σ exp and the target's logit per row of one chunk of logits (as the LM-head matmul wrote them, (len,
+// V)): on CUDA one kernel pass; else through a float32 copy.
+std::pair<torch::Tensor, torch::Tensor> row_lse(const torch::Tensor& raw, const torch::Tensor& targets) {
+#ifdef MUSACODER_HAVE_TRAIN_CUDA_KERNELS
+  if (detail::cuda_lm_kernels_take(raw, targets)) return detail::cuda_lm_rows(raw, targets);
+#endif
+  torch::Tensor logits = raw.to(torch::kFloat);
+  return {logits.logsumexp(-1), logits.gather(1, targets.unsqueeze(1)).squeeze(1)};
+}
+
+// (softmax(raw) − onehot(targets)) · g for one chunk of logits (as the LM-head matmul wrote them), from the
+// forward's lse: on CUDA one kernel pass in the logits' dtype; else in float32, op by op.
+torch::Tensor softmax_grad(const torch::Tensor& raw, const torch::Tensor& targets, const torch::Tensor& lse,
+                           const torch::Tensor& g) {
+#ifdef MUSACODER_HAVE_TRAIN_CUDA_KERNELS
+  if (detail::cuda_lm_kernels_take(raw, targets)) return detail::cuda_lm_grad(raw, targets, lse, g);
+#endif
+  torch::Tensor p = (raw.to(torch::kFloat) - lse.unsqueeze(1)).exp_();
+  p.scatter_add_(1, targets.unsqueeze(1), torch::full({raw.size(0), 1}, -1.0f, p.options()));
+  return p.mul_(g);
+}
 
 class ChunkedLmCrossEntropy : public torch::autograd::Function<ChunkedLmCrossEntropy> {
  public:
@@ -17,10 +44,10 @@ class ChunkedLmCrossEntropy : public torch::autograd::Function<ChunkedLmCrossEnt
     torch::Tensor total = torch::zeros({}, hidden.options().dtype(torch::kFloat));
     for (int64_t s = 0; s < n; s += chunk_rows) {
       const int64_t len = std::min(chunk_rows, n - s);
-      torch::Tensor logits = hidden.narrow(0, s, len).matmul(weight.t()).to(torch::kFloat);  // (len, V)
-      torch::Tensor l = logits.logsumexp(-1);
+      auto [l, target_logit] =
+          row_lse(hidden.narrow(0, s, len).matmul(weight.t()), targets.narrow(0, s, len));
       lse.narrow(0, s, len).copy_(l);
-      total += (l - logits.gather(1, targets.narrow(0, s, len).unsqueeze(1)).squeeze(1)).sum();
+      total += (l - target_logit).sum();
     }
     ctx->save_for_backward({hidden, weight, targets, lse});
     ctx->saved_data["chunk_rows"] = chunk_rows;
@@ -39,11 +66,9 @@ class ChunkedLmCrossEntropy : public torch::autograd::Function<ChunkedLmCrossEnt
     for (int64_t s = 0; s < n; s += chunk_rows) {
       const int64_t len = std::min(chunk_rows, n - s);
       torch::Tensor h = hidden.narrow(0, s, len);
-      torch::Tensor p = (h.matmul(weight.t()).to(torch::kFloat) - lse.narrow(0, s, len).unsqueeze(1)).exp_();
-      p.scatter_add_(1, targets.narrow(0, s, len).unsqueeze(1),
-                     torch::full({len, 1}, -1.0f, p.options()));
-      p.mul_(g);
-      torch::Tensor pg = p.to(hidden.scalar_type());
+      torch::Tensor pg =
+          softmax_grad(h.matmul(weight.t()), targets.narrow(0, s, len), lse.narrow(0, s, len), g)
+              .to(hidden.scalar_type());
       grad_h.narrow(0, s, len).copy_(pg.matmul(weight));
       if (need_w && pg.scalar_type() == torch::kFloat) {
         grad_w.addmm_(pg.t(), h);

@@ -1,0 +1,21 @@
+// Internal to src/train: the CUDA kernels behind lm_loss.cpp's chunks (train/common/cuda/lm_loss_kernels.h).
+// Built only with MUSACODER_HAVE_TRAIN_CUDA_KERNELS (src/train/CMakeLists.txt).
+#pragma once
+
+#include <ATen/ATen.h>
+
+namespace musacoder::train::detail {
+
+// Whether the kernels take this chunk of logits: on CUDA, (rows, V) with unit column stride, float32, float16
+// or bfloat16, targets int64 on the same device.
+bool cuda_lm_kernels_take(const at::Tensor& logits, const at::Tensor& targets);
+
+// lse (rows) and the target logits (rows), float32, of logits (rows, V) as stored.
+std::pair<at::Tensor, at::Tensor> cuda_lm_rows(const at::Tensor& logits, const at::Tensor& targets);
+
+// (softmax(logits) − onehot(targets)) · scale, in the logits' dtype (rows, V); lse from cuda_lm_rows, scale a
+// one-element float32 tensor on the device (the loss's incoming gradient).
+at::Tensor cuda_lm_grad(const at::Tensor& logits, const at::Tensor& targets, const at::Tensor& lse,
+                        const at::Tensor& scale);
+
+}  // namespace musacoder::train::detail
