@@ -8,7 +8,8 @@
 #            BUILD_DIR=build-gpu bash tests/gpu/kb_eval_bg.sh            (carry [".devmodel/part-2", ".realsubs"])
 #   call 3+: BUILD_DIR=build-gpu bash tests/gpu/kb_eval_bg.sh            (within the 30 s warm window)
 #
-# KB_DIR: the KernelBench checkout (default .realsubs/KernelBench, its KernelBench/level{1,2,3} folders);
+# KB_DIR: the KernelBench checkout (default .realsubs/KernelBench, relative to the repository or absolute; its
+# KernelBench/level{1,2,3} folders);
 # EVAL_MODEL: the checkpoint (default build/models/smollm2-135m); EVAL_ARGS: more flags (a later one wins).
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -24,12 +25,13 @@ running() { pgrep -f "musacoder eval-model" >/dev/null; }
 
 start() {
   local kb="${KB_DIR:-.realsubs/KernelBench}"
-  [ -d "$ROOT/$kb/KernelBench" ] || { echo "no KernelBench checkout in $kb"; return 1; }
   snapshot_tree "$ROOT" "$TREE"
+  case "$kb" in /*) ;; *) kb="$TREE/$kb" ;; esac  # relative: the snapshot's copy
+  [ -d "$kb/KernelBench" ] || { echo "no KernelBench checkout in $kb"; return 1; }
   export MOOREEVAL_RUNNER_DIR="$TREE/python" MOOREEVAL_LEAN_DIR="$TREE/src/mooreeval/compile/lean"
   start_detached "$RUN" "'$BUILD/tools/musacoder/musacoder' eval-model \
     --model '${EVAL_MODEL:-$ROOT/build/models/smollm2-135m}' --device cuda --backend cuda \
-    --kernelbench-dir '$TREE/$kb' --levels 1,2,3 --samples 8 --max-new-tokens 2048 \
+    --kernelbench-dir '$kb' --levels 1,2,3 --samples 8 --max-new-tokens 2048 \
     --concurrency 256 --max-num-seqs 256 --verify-workers 14 --progress-seconds 30 --out '$RUN/run' ${EVAL_ARGS:-}"
   echo "eval started (t=${SECONDS}s)"
 }
