@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "model/swiglu.h"
+
 namespace musacoder::model {
 namespace {
 
@@ -69,7 +71,7 @@ MlpImpl::MlpImpl(const ModelConfig& c) {
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
-  return down_proj(torch::silu(gate_proj(x)) * up_proj(x));
+  return down_proj(swiglu(gate_proj(x), up_proj(x), fused));
 }
 
 DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c) {

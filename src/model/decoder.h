@@ -68,6 +68,7 @@ class MlpImpl : public torch::nn::Module {
   explicit MlpImpl(const ModelConfig& c);
   torch::Tensor forward(const torch::Tensor& x);  // down(silu(gate(x)) * up(x))
   torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+  bool fused = false;  // model/swiglu.h's fused product (CUDA); the trainers' forward sets it
 };
 TORCH_MODULE(Mlp);
 

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "model/decoder.h"  // packed_causal_mask, packed_position_ids, grouped_sdpa
+#include "model/swiglu.h"
 
 namespace musacoder::model {
 namespace {
@@ -97,7 +98,7 @@ Qwen35MlpImpl::Qwen35MlpImpl(const ModelConfig& c) {
 }
 
 torch::Tensor Qwen35MlpImpl::forward(const torch::Tensor& x) {
-  return down_proj(torch::silu(gate_proj(x)) * up_proj(x));
+  return down_proj(swiglu(gate_proj(x), up_proj(x), fused));
 }
 
 Qwen35LayerImpl::Qwen35LayerImpl(const ModelConfig& c, int64_t index) {

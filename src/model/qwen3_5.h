@@ -76,6 +76,7 @@ class Qwen35MlpImpl : public torch::nn::Module {
   explicit Qwen35MlpImpl(const ModelConfig& c);
   torch::Tensor forward(const torch::Tensor& x);  // down(silu(gate(x)) * up(x))
   torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+  bool fused = false;  // model/swiglu.h's fused product (CUDA); the trainers' forward sets it
 };
 TORCH_MODULE(Qwen35Mlp);
 

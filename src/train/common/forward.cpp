@@ -1,5 +1,7 @@
 #include "train/common/forward.h"
 
+#include "model/qwen3_5.h"
+
 namespace musacoder::train {
 namespace {
 
@@ -55,9 +57,11 @@ class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
 
 }  // namespace
 
-void use_fused_norms(model::Decoder& decoder, bool fused) {
+void use_fused_ops(model::Decoder& decoder, bool fused) {
   for (const auto& m : decoder->modules(/*include_self=*/false)) {
     if (auto* norm = dynamic_cast<model::RMSNormImpl*>(m.get())) norm->fused = fused;
+    if (auto* mlp = dynamic_cast<model::MlpImpl*>(m.get())) mlp->fused = fused;
+    if (auto* mlp = dynamic_cast<model::Qwen35MlpImpl*>(m.get())) mlp->fused = fused;
   }
 }
 
@@ -73,7 +77,7 @@ torch::Tensor TrainingForward::hidden(model::Decoder& decoder, const model::Forw
     positions = torch::arange(T, in.input_ids.options()).unsqueeze(0).expand({B, T});
   }
   torch::Tensor h = decoder->model->embed_tokens(in.input_ids);
-  if (h.is_cuda()) use_fused_norms(decoder, true);
+  if (h.is_cuda()) use_fused_ops(decoder, true);
   // A checkpointed layer whose input needs no grad would get no backward at all (frozen embeddings under LoRA):
   // make the input a leaf that requires grad (transformers' enable_input_require_grads).
   if (checkpoint && torch::GradMode::is_enabled() && !h.requires_grad()) h = h.detach().requires_grad_(true);

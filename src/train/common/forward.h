@@ -34,7 +34,8 @@ class TrainingForward {
   model::RotaryEmbedding rope_;
 };
 
-// Sets RMSNormImpl::fused on every RMSNorm of the decoder (the zero-centred norms of Qwen3.5 keep their ops).
-void use_fused_norms(model::Decoder& decoder, bool fused);
+// Sets `fused` on every RMSNorm (the zero-centred norms of Qwen3.5 keep their ops) and every MLP's SwiGLU
+// (model/swiglu.h) of the decoder: the trainers' forward turns them on for CUDA tensors.
+void use_fused_ops(model::Decoder& decoder, bool fused);
 
 }  // namespace musacoder::train

@@ -21,6 +21,8 @@
 #include "core/files.h"
 #include "model/checkpoint.h"
 #include "model/decoder.h"
+#include "model/delta_rule.h"
+#include "model/swiglu.h"
 #include "process/subprocess.h"
 
 namespace musacoder::model {
@@ -115,6 +117,34 @@ TEST(ModelGpu, GroupedSdpaWithAPackedMaskUsesNoScoreMatrix) {
 // Packed sequences through varlen flash attention (packed_cu_seqlens) against the dense block-diagonal mask
 // path (k/v repeated, the memory-efficient kernel) on the same bf16 inputs: output and the three input
 // gradients agree to bf16 rounding, with runs crossing no row seam and one run filling a whole row.
+// model/swiglu.h's fused kernels against torch::silu(gate) * up and autograd's backward of it, on CUDA, every
+// dtype: the same roundings, so at most an ulp apart where the two exp implementations differ (counted).
+TEST(ModelGpu, FusedSwigluEqualsTheOpsForwardAndBackward) {
+  if (const char* why = no_gpu()) GTEST_SKIP() << why;
+  if (!delta_rule_cuda_kernels_built()) GTEST_SKIP() << "skipped: built without MUSACODER_CUDA_KERNELS";
+  for (const auto dtype : {torch::kFloat, torch::kBFloat16, torch::kHalf}) {
+    torch::manual_seed(4);
+    auto o = torch::TensorOptions().device(torch::kCUDA).dtype(dtype);
+    const torch::Tensor g0 = torch::randn({4, 37, 300}, o) * 3, u0 = torch::randn({4, 37, 300}, o);
+    const torch::Tensor dy = torch::randn({4, 37, 300}, o);
+    torch::Tensor g1 = g0.clone().requires_grad_(true), u1 = u0.clone().requires_grad_(true);
+    torch::Tensor g2 = g0.clone().requires_grad_(true), u2 = u0.clone().requires_grad_(true);
+    const torch::Tensor ops = torch::silu(g1) * u1, fused = swiglu(g2, u2, /*fused=*/true);
+    ops.backward(dy), fused.backward(dy);
+    const double ulp = dtype == torch::kFloat ? 1e-6 : (dtype == torch::kBFloat16 ? 1.0 / 128 : 1.0 / 1024);
+    for (const auto& [name, a, b] :
+         {std::tuple{"out", fused, ops}, std::tuple{"d_gate", g2.grad(), g1.grad()},
+          std::tuple{"d_up", u2.grad(), u1.grad()}}) {
+      const torch::Tensor af = a.to(torch::kFloat), bf = b.to(torch::kFloat);
+      const double err = (af - bf).abs().max().item<double>(), scale = bf.abs().max().item<double>();
+      const double exact = (af == bf).to(torch::kDouble).mean().item<double>();
+      EXPECT_LE(err, ulp * std::max(1.0, scale)) << name << " " << dtype;
+      std::printf("GPU_RESULT swiglu %s %s max abs diff %.3g (max %.3g), %.4f%% bit-equal\n", name,
+                  c10::toString(dtype), err, scale, 100 * exact);
+    }
+  }
+}
+
 TEST(ModelGpu, PackedVarlenFlashEqualsTheDenseMaskForwardAndBackward) {
   if (const char* why = no_gpu()) GTEST_SKIP() << why;
   torch::manual_seed(1);

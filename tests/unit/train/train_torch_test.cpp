@@ -154,9 +154,9 @@ TEST(TrainingForward, FusedNormsGiveTheModuleOpsLossAndGradients) {
   TrainingForward fwd(c);
   const model::ForwardInput in{torch::randint(0, c.vocab_size, {2, 7}, torch::kLong), {}, {}};
   for (bool checkpoint : {false, true}) {
-    use_fused_norms(m, false);
+    use_fused_ops(m, false);
     const LossAndGrads ops = hidden_loss_and_grads(m, fwd, in, checkpoint, torch::sin);
-    use_fused_norms(m, true);
+    use_fused_ops(m, true);
     const LossAndGrads fused = hidden_loss_and_grads(m, fwd, in, checkpoint, torch::sin);
     EXPECT_NEAR(ops.loss, fused.loss, 1e-5 * std::abs(ops.loss)) << "checkpoint " << checkpoint;
     for (std::size_t i = 0; i < ops.grads.size(); ++i) {

@@ -1,0 +1,97 @@
+// The SwiGLU kernels; see swiglu_kernels.h.
+//
+// tests/unit/model/swiglu_emulated_test.cpp includes this file on the CPU with MUSACODER_CUDA_EMULATION
+// defined (tests/support/cuda_emulation.h): the kernels run as written, the launchers are left out.
+#ifndef MUSACODER_CUDA_EMULATION
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "core/cuda_dtype.cuh"
+#endif
+
+#include <cmath>
+
+#include "model/cuda/swiglu_kernels.h"
+
+namespace musacoder::model::cuda {
+namespace {
+
+constexpr int kSwigluThreads = 256;
+
+template <typename T>
+__global__ void __launch_bounds__(kSwigluThreads) forward_kernel(SwigluArgs a) {
+  const T *g = static_cast<const T*>(a.gate), *u = static_cast<const T*>(a.up);
+  T* out = static_cast<T*>(a.out);
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < a.n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float x = to_float(g[i]);
+    const float s = round_to<T>(x / (1.0f + expf(-x)));
+    out[i] = from_float<T>(s * to_float(u[i]));
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kSwigluThreads) backward_kernel(SwigluArgs a) {
+  const T *g = static_cast<const T*>(a.gate), *u = static_cast<const T*>(a.up),
+          *dy = static_cast<const T*>(a.grad);
+  T *dg = static_cast<T*>(a.d_gate), *du = static_cast<T*>(a.d_up);
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < a.n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float x = to_float(g[i]), grad = to_float(dy[i]);
+    const float sig = 1.0f / (1.0f + expf(-x));
+    const float s = round_to<T>(x / (1.0f + expf(-x)));
+    du[i] = from_float<T>(grad * s);
+    const float ds = round_to<T>(grad * to_float(u[i]));
+    dg[i] = from_float<T>(ds * sig * (1.0f + x * (1.0f - sig)));
+  }
+}
+
+}  // namespace
+
+#ifndef MUSACODER_CUDA_EMULATION
+namespace {
+unsigned grid_for(int64_t n) {
+  const int64_t blocks = (n + kSwigluThreads - 1) / kSwigluThreads;
+  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 * 8 ? 65535 * 8 : blocks));
+}
+}  // namespace
+
+int swiglu_forward(const SwigluArgs& a, Stream stream) {
+  if (a.n == 0) return 0;
+  switch (a.dtype) {
+    case 0:
+      forward_kernel<float><<<grid_for(a.n), kSwigluThreads, 0, stream>>>(a);
+      break;
+    case 1:
+      forward_kernel<__half><<<grid_for(a.n), kSwigluThreads, 0, stream>>>(a);
+      break;
+    case 2:
+      forward_kernel<__nv_bfloat16><<<grid_for(a.n), kSwigluThreads, 0, stream>>>(a);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return static_cast<int>(cudaGetLastError());
+}
+
+int swiglu_backward(const SwigluArgs& a, Stream stream) {
+  if (a.n == 0) return 0;
+  switch (a.dtype) {
+    case 0:
+      backward_kernel<float><<<grid_for(a.n), kSwigluThreads, 0, stream>>>(a);
+      break;
+    case 1:
+      backward_kernel<__half><<<grid_for(a.n), kSwigluThreads, 0, stream>>>(a);
+      break;
+    case 2:
+      backward_kernel<__nv_bfloat16><<<grid_for(a.n), kSwigluThreads, 0, stream>>>(a);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return static_cast<int>(cudaGetLastError());
+}
+#endif  // MUSACODER_CUDA_EMULATION
+
+}  // namespace musacoder::model::cuda
