@@ -8,7 +8,8 @@
 #   build-all        both lists in one ninja call
 #   train            train_gpu_tests (train-sft bf16 on CUDA against the CPU run)
 #   check            in the foreground, one after another: engine_gpu_tests (decode kernel, fused kernels, engine),
-#                    model_gpu_tests' packed/grouped attention tests, train_gpu_tests (needs them built)
+#                    model_gpu_tests' packed/grouped attention and fused SwiGLU tests, train_gpu_tests (needs them
+#                    built)
 #   deltanet         perf/deltanet_kernels (ours vs transformers' torch fallback)
 #   enginebench      perf/engine_throughput (ours vs transformers generate; ENGINE_BATCHES; ENGINE_ARGS, e.g.
 #                    "--compare-unfused" for the fusions against the modules' ops, "--trace-dir /tmp/tr" for the
@@ -107,7 +108,7 @@ for step in $STEPS; do
     musa) musa ;;
     train) run train_gpu 300 "$BUILD"/tests/gpu/train/train_gpu_tests ;;
     check) run engine_gpu 240 "$BUILD"/tests/gpu/engine/engine_gpu_tests
-      run model_packed 150 "$BUILD"/tests/gpu/model/model_gpu_tests --gtest_filter='*Packed*:*GroupedSdpa*'
+      run model_packed 150 "$BUILD"/tests/gpu/model/model_gpu_tests --gtest_filter='*Packed*:*GroupedSdpa*:*Swiglu*'
       run train_gpu 240 "$BUILD"/tests/gpu/train/train_gpu_tests ;;
     deltanet) run deltanet 200 "$BUILD"/perf/deltanet_kernels/deltanet_kernels_bench --seq 4096 --iters 10 ;;
     enginebench) run enginebench 420 python3 perf/engine_throughput/run.py --batch-sizes "${ENGINE_BATCHES:-1,16,64,256}" \
