@@ -1,10 +1,15 @@
-// Device helpers shared by the CUDA kernels (engine, model): float conversion of the three element types
-// (float,
-// __half, __nv_bfloat16; from_float rounds to nearest even) and a warp-wide sum.
+// Helpers shared by the CUDA kernels (engine, model, train). Device: float conversion of the three element
+// types (float, __half, __nv_bfloat16; from_float rounds to nearest even) and a warp-wide sum. Host: the
+// launch of a kernel template for the element type an argument struct's `dtype` code names (0 float32, 1
+// float16, 2 bfloat16), and the block count of a grid-stride loop.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
 
 namespace musacoder {
 
@@ -41,6 +46,41 @@ __device__ __forceinline__ float warp_sum(float x) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
   return x;
+}
+
+// launch(DtypeTag<T>{}) with T the element type `dtype` names; returns what launch returns, or (launch
+// returning nothing) cudaGetLastError(); cudaErrorInvalidValue for an unknown code.
+template <typename T>
+struct DtypeTag {
+  using type = T;
+};
+template <typename Launch>
+int launch_by_dtype(int dtype, Launch&& launch) {
+  auto run = [&](auto tag) -> int {
+    if constexpr (std::is_void_v<decltype(launch(tag))>) {
+      launch(tag);
+      return static_cast<int>(cudaGetLastError());
+    } else {
+      return static_cast<int>(launch(tag));
+    }
+  };
+  switch (dtype) {
+    case 0:
+      return run(DtypeTag<float>{});
+    case 1:
+      return run(DtypeTag<__half>{});
+    case 2:
+      return run(DtypeTag<__nv_bfloat16>{});
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+// Blocks of `threads` for a grid-stride loop over n elements: one element per thread, at least 1, at most
+// `cap`.
+inline unsigned grid_stride_blocks(int64_t n, int threads, int64_t cap) {
+  const int64_t blocks = (n + threads - 1) / threads;
+  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > cap ? cap : blocks));
 }
 
 }  // namespace musacoder

@@ -163,27 +163,13 @@ __global__ void __launch_bounds__(kElementThreads) rope_write_kv_kernel(RopeKvAr
 
 #ifndef MUSACODER_CUDA_EMULATION
 unsigned grid_for(int64_t n) {
-  const int64_t blocks = (n + kElementThreads - 1) / kElementThreads;
-  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 ? 65535 : blocks));
+  return grid_stride_blocks(n, kElementThreads, 65535);
 }
 
 template <template <typename> class Launch, typename Args>
 int by_dtype(const Args& a, void* stream) {
   auto s = static_cast<cudaStream_t>(stream);
-  switch (a.dtype) {
-    case 0:
-      Launch<float>::run(a, s);
-      break;
-    case 1:
-      Launch<__half>::run(a, s);
-      break;
-    case 2:
-      Launch<__nv_bfloat16>::run(a, s);
-      break;
-    default:
-      return cudaErrorInvalidValue;
-  }
-  return cudaGetLastError();
+  return launch_by_dtype(a.dtype, [&](auto tag) { Launch<typename decltype(tag)::type>::run(a, s); });
 }
 
 template <typename T>

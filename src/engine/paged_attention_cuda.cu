@@ -324,12 +324,7 @@ int paged_decode_launch(const PagedDecodeArgs& a, void* stream) {
       a.partition_size % kTile != 0 || a.partition_size <= 0 || a.partition_size > kPagedDecodeMaxPartition)
     return cudaErrorInvalidValue;
   auto s = static_cast<cudaStream_t>(stream);
-  switch (a.dtype) {
-    case 0: return launch_dim<float>(a, s);
-    case 1: return launch_dim<__half>(a, s);
-    case 2: return launch_dim<__nv_bfloat16>(a, s);
-    default: return cudaErrorInvalidValue;
-  }
+  return launch_by_dtype(a.dtype, [&](auto tag) { return launch_dim<typename decltype(tag)::type>(a, s); });
 }
 
 }  // namespace musacoder::engine

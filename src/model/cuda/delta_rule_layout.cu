@@ -65,20 +65,9 @@ int layout_inputs(const LayoutArgs& a, Stream stream) {
   const int64_t threads = a.B * a.Hv * a.T_padded * 32;
   if (threads == 0) return 0;
   const auto blocks = static_cast<unsigned>((threads + kLayoutThreads - 1) / kLayoutThreads);
-  switch (a.dtype) {
-    case 0:
-      layout_kernel<float><<<blocks, kLayoutThreads, 0, stream>>>(a);
-      break;
-    case 1:
-      layout_kernel<__half><<<blocks, kLayoutThreads, 0, stream>>>(a);
-      break;
-    case 2:
-      layout_kernel<__nv_bfloat16><<<blocks, kLayoutThreads, 0, stream>>>(a);
-      break;
-    default:
-      return cudaErrorInvalidValue;
-  }
-  return static_cast<int>(cudaGetLastError());
+  return launch_by_dtype(a.dtype, [&](auto tag) {
+    layout_kernel<typename decltype(tag)::type><<<blocks, kLayoutThreads, 0, stream>>>(a);
+  });
 }
 #endif  // MUSACODER_CUDA_EMULATION
 

@@ -50,47 +50,20 @@ __global__ void __launch_bounds__(kSwigluThreads) backward_kernel(SwigluArgs a) 
 }  // namespace
 
 #ifndef MUSACODER_CUDA_EMULATION
-namespace {
-unsigned grid_for(int64_t n) {
-  const int64_t blocks = (n + kSwigluThreads - 1) / kSwigluThreads;
-  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 * 8 ? 65535 * 8 : blocks));
-}
-}  // namespace
-
 int swiglu_forward(const SwigluArgs& a, Stream stream) {
   if (a.n == 0) return 0;
-  switch (a.dtype) {
-    case 0:
-      forward_kernel<float><<<grid_for(a.n), kSwigluThreads, 0, stream>>>(a);
-      break;
-    case 1:
-      forward_kernel<__half><<<grid_for(a.n), kSwigluThreads, 0, stream>>>(a);
-      break;
-    case 2:
-      forward_kernel<__nv_bfloat16><<<grid_for(a.n), kSwigluThreads, 0, stream>>>(a);
-      break;
-    default:
-      return cudaErrorInvalidValue;
-  }
-  return static_cast<int>(cudaGetLastError());
+  return launch_by_dtype(a.dtype, [&](auto tag) {
+    forward_kernel<typename decltype(tag)::type>
+        <<<grid_stride_blocks(a.n, kSwigluThreads, 65535 * 8), kSwigluThreads, 0, stream>>>(a);
+  });
 }
 
 int swiglu_backward(const SwigluArgs& a, Stream stream) {
   if (a.n == 0) return 0;
-  switch (a.dtype) {
-    case 0:
-      backward_kernel<float><<<grid_for(a.n), kSwigluThreads, 0, stream>>>(a);
-      break;
-    case 1:
-      backward_kernel<__half><<<grid_for(a.n), kSwigluThreads, 0, stream>>>(a);
-      break;
-    case 2:
-      backward_kernel<__nv_bfloat16><<<grid_for(a.n), kSwigluThreads, 0, stream>>>(a);
-      break;
-    default:
-      return cudaErrorInvalidValue;
-  }
-  return static_cast<int>(cudaGetLastError());
+  return launch_by_dtype(a.dtype, [&](auto tag) {
+    backward_kernel<typename decltype(tag)::type>
+        <<<grid_stride_blocks(a.n, kSwigluThreads, 65535 * 8), kSwigluThreads, 0, stream>>>(a);
+  });
 }
 #endif  // MUSACODER_CUDA_EMULATION
 

@@ -80,44 +80,21 @@ int lm_loss_rows(const LmLogits& a, float* lse, float* target_logit, void* strea
   if (a.rows == 0) return 0;
   if (a.vocab < 1 || a.ld < a.vocab || a.rows > 2147483647) return cudaErrorInvalidValue;
   auto s = static_cast<cudaStream_t>(stream);
-  const auto blocks = static_cast<unsigned>(a.rows);
-  switch (a.dtype) {
-    case 0:
-      rows_kernel<float><<<blocks, kRowThreads, 0, s>>>(a, lse, target_logit);
-      break;
-    case 1:
-      rows_kernel<__half><<<blocks, kRowThreads, 0, s>>>(a, lse, target_logit);
-      break;
-    case 2:
-      rows_kernel<__nv_bfloat16><<<blocks, kRowThreads, 0, s>>>(a, lse, target_logit);
-      break;
-    default:
-      return cudaErrorInvalidValue;
-  }
-  return static_cast<int>(cudaGetLastError());
+  return launch_by_dtype(a.dtype, [&](auto tag) {
+    rows_kernel<typename decltype(tag)::type>
+        <<<static_cast<unsigned>(a.rows), kRowThreads, 0, s>>>(a, lse, target_logit);
+  });
 }
 
 int lm_loss_grad(const LmLogits& a, const float* lse, const float* scale, void* grad, void* stream) {
   if (a.rows == 0) return 0;
   if (a.vocab < 1 || a.ld < a.vocab) return cudaErrorInvalidValue;
   auto s = static_cast<cudaStream_t>(stream);
-  const int64_t want = (a.rows * a.vocab + kGradThreads - 1) / kGradThreads;
-  const auto blocks = static_cast<unsigned>(want < 65535 * 8 ? want : 65535 * 8);
-  switch (a.dtype) {
-    case 0:
-      grad_kernel<float><<<blocks, kGradThreads, 0, s>>>(a, lse, scale, static_cast<float*>(grad));
-      break;
-    case 1:
-      grad_kernel<__half><<<blocks, kGradThreads, 0, s>>>(a, lse, scale, static_cast<__half*>(grad));
-      break;
-    case 2:
-      grad_kernel<__nv_bfloat16>
-          <<<blocks, kGradThreads, 0, s>>>(a, lse, scale, static_cast<__nv_bfloat16*>(grad));
-      break;
-    default:
-      return cudaErrorInvalidValue;
-  }
-  return static_cast<int>(cudaGetLastError());
+  return launch_by_dtype(a.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    grad_kernel<T><<<grid_stride_blocks(a.rows * a.vocab, kGradThreads, 65535 * 8), kGradThreads, 0, s>>>(
+        a, lse, scale, static_cast<T*>(grad));
+  });
 }
 #endif  // MUSACODER_CUDA_EMULATION
 
