@@ -49,15 +49,16 @@ int paged_decode_launch(const PagedDecodeArgs& args, void* stream);
 #if defined(MUSACODER_ENGINE_CUDA) && !defined(__CUDACC__)
 #include <torch/torch.h>
 
+#include "model/kernel_dtype.h"
+
 namespace musacoder::engine {
 // q (B, H, D) on CUDA; block_tables (B, max_blocks) int32; context_lens (B) int32, each >= 1 and
 // <= max_blocks * block_size. Partitions cover max_blocks * block_size, so the launch shape depends only on
 // the tensors' shapes (capturable in a CUDA graph). Runs on the current stream.
 torch::Tensor paged_decode_cuda(const torch::Tensor& q, const torch::Tensor& k_pages, const torch::Tensor& v_pages,
                                 const torch::Tensor& block_tables, const torch::Tensor& context_lens, double scale);
-// The launchers' dtype code of t (PagedDecodeArgs::dtype, FusedArgs::dtype): 0 float32, 1 float16, 2 bfloat16;
-// any other dtype fails a TORCH_CHECK whose message starts with `who`.
-int kernel_dtype_code(const torch::Tensor& t, const char* who);
+// The launchers' dtype code (PagedDecodeArgs::dtype, FusedArgs::dtype): model/kernel_dtype.h.
+using model::kernel_dtype_code;
 // Free memory of a CUDA device in bytes (cudaMemGetInfo, after emptying the caching allocator's cache).
 int64_t cuda_free_bytes(int device);
 }  // namespace musacoder::engine

@@ -47,13 +47,6 @@ torch::Tensor paged_decode_cuda(const torch::Tensor& q, const torch::Tensor& k_p
   return out;
 }
 
-int kernel_dtype_code(const torch::Tensor& t, const char* who) {
-  const auto s = t.scalar_type();
-  TORCH_CHECK(s == torch::kFloat || s == torch::kHalf || s == torch::kBFloat16, who,
-              ": dtype must be float32, float16 or bfloat16");
-  return s == torch::kFloat ? 0 : s == torch::kHalf ? 1 : 2;
-}
-
 int64_t cuda_free_bytes(int device) {
   c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device < 0 ? 0 : device));
   c10::cuda::CUDACachingAllocator::emptyCache();

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "model/cuda/delta_rule_kernels.h"
+#include "model/kernel_dtype.h"
 
 namespace musacoder::model::detail {
 namespace {
@@ -111,7 +112,7 @@ std::pair<at::Tensor, at::Tensor> cuda_chunk_scan(const at::Tensor& q, const at:
 bool cuda_fused_layout_supports(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                 int64_t chunk_size) {
   const auto dtype = q.scalar_type();
-  const bool floating = dtype == at::kFloat || dtype == at::kHalf || dtype == at::kBFloat16;
+  const bool floating = kernel_dtype_supported(dtype);
   const int64_t dk = q.size(-1), dv = v.size(-1);
   return q.is_cuda() && k.device() == q.device() && v.device() == q.device() && floating &&
          k.scalar_type() == dtype && v.scalar_type() == dtype && chunk_size == cuda::kChunk &&
@@ -134,7 +135,7 @@ std::pair<at::Tensor, at::Tensor> cuda_chunk_forward(const at::Tensor& q_in, con
     return cuda::LayoutSource{x.data_ptr(), x.stride(0), x.stride(1), x.stride(2)};
   };
   cuda::LayoutArgs a;
-  a.dtype = q.scalar_type() == at::kFloat ? 0 : (q.scalar_type() == at::kHalf ? 1 : 2);
+  a.dtype = kernel_dtype_code(q, "delta rule layout");
   a.B = B, a.T = T, a.T_padded = L, a.Hk = q.size(2), a.Hv = Hv, a.dk = dk, a.dv = dv;
   a.q = source(q), a.k = source(k), a.v = source(v), a.g = source(gf), a.beta = source(bf);
   a.q_scale = static_cast<float>(std::pow(static_cast<double>(dk), -0.5));

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include "model/cuda/swiglu_kernels.h"
+#include "model/kernel_dtype.h"
 
 namespace musacoder::model::detail {
 namespace {
@@ -12,10 +13,6 @@ namespace {
 using torch::Tensor;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-int dtype_code(const Tensor& t) {
-  return t.scalar_type() == at::kFloat ? 0 : (t.scalar_type() == at::kHalf ? 1 : 2);
-}
 
 void check(int err, const char* what) {
   TORCH_CHECK(err == 0, "SwiGLU CUDA kernel ", what, ": ", cudaGetErrorString(static_cast<cudaError_t>(err)));
@@ -30,7 +27,8 @@ struct SwigluFunction : public torch::autograd::Function<SwigluFunction> {
     const Tensor gate = gate_in.contiguous(), up = up_in.contiguous();
     Tensor out = torch::empty_like(gate);
     cuda::SwigluArgs a;
-    a.dtype = dtype_code(gate), a.n = gate.numel(), a.gate = gate.data_ptr(), a.up = up.data_ptr();
+    a.dtype = kernel_dtype_code(gate, "swiglu"), a.n = gate.numel(), a.gate = gate.data_ptr(),
+    a.up = up.data_ptr();
     a.out = out.data_ptr();
     check(cuda::swiglu_forward(a, stream()), "forward");
     ctx->save_for_backward({gate, up});
@@ -43,7 +41,8 @@ struct SwigluFunction : public torch::autograd::Function<SwigluFunction> {
     const Tensor grad = grads[0].contiguous();
     Tensor d_gate = torch::empty_like(gate), d_up = torch::empty_like(up);
     cuda::SwigluArgs a;
-    a.dtype = dtype_code(gate), a.n = gate.numel(), a.gate = gate.data_ptr(), a.up = up.data_ptr();
+    a.dtype = kernel_dtype_code(gate, "swiglu"), a.n = gate.numel(), a.gate = gate.data_ptr(),
+    a.up = up.data_ptr();
     a.grad = grad.data_ptr(), a.d_gate = d_gate.data_ptr(), a.d_up = d_up.data_ptr();
     check(cuda::swiglu_backward(a, stream()), "backward");
     return {d_gate, d_up};
@@ -55,7 +54,7 @@ struct SwigluFunction : public torch::autograd::Function<SwigluFunction> {
 bool cuda_swiglu_takes(const at::Tensor& gate, const at::Tensor& up) {
   const auto t = gate.scalar_type();
   return gate.is_cuda() && up.device() == gate.device() && up.sizes() == gate.sizes() &&
-         up.scalar_type() == t && (t == at::kFloat || t == at::kHalf || t == at::kBFloat16);
+         up.scalar_type() == t && kernel_dtype_supported(t);
 }
 
 at::Tensor cuda_swiglu(const at::Tensor& gate, const at::Tensor& up) {

@@ -3,6 +3,7 @@
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
 
+#include "model/kernel_dtype.h"
 #include "train/common/cuda/lm_loss_kernels.h"
 
 namespace musacoder::train::detail {
@@ -14,8 +15,7 @@ void check(int err, const char* what) {
 }
 
 cuda::LmLogits view_of(const at::Tensor& logits, const at::Tensor& targets) {
-  const auto t = logits.scalar_type();
-  return {logits.data_ptr(), t == at::kFloat ? 0 : (t == at::kHalf ? 1 : 2),
+  return {logits.data_ptr(), model::kernel_dtype_code(logits, "LM loss"),
           logits.size(0),    logits.size(1),
           logits.stride(0),  targets.data_ptr<int64_t>()};
 }
@@ -27,9 +27,8 @@ void* stream() {
 }  // namespace
 
 bool cuda_lm_kernels_take(const at::Tensor& logits, const at::Tensor& targets) {
-  const auto t = logits.scalar_type();
   return logits.is_cuda() && logits.dim() == 2 && logits.stride(1) == 1 &&
-         logits.stride(0) >= logits.size(1) && (t == at::kFloat || t == at::kHalf || t == at::kBFloat16) &&
+         logits.stride(0) >= logits.size(1) && model::kernel_dtype_supported(logits.scalar_type()) &&
          targets.scalar_type() == at::kLong && targets.device() == logits.device() &&
          targets.is_contiguous() && targets.numel() == logits.size(0);
 }
