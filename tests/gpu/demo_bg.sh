@@ -19,8 +19,6 @@ WAIT="${WAIT:-540}"
 mkdir -p "$OUT" "$DEMO"
 source "$ROOT/tests/gpu/detached.sh"
 
-running() { pgrep -f "perf/learning_demo/run.py" >/dev/null; }
-
 start() {
   snapshot_tree "$ROOT" "$TREE"
   rm -rf "$TREE/.realsubs"
@@ -29,18 +27,9 @@ start() {
   start_detached "$DEMO" "python3 perf/learning_demo/run.py --musacoder '$BUILD/tools/musacoder/musacoder' \
     --base-model '${DEMO_MODEL:-$ROOT/build/models/smollm2-135m}' --out '$DEMO' ${DEMO_ARGS:-}"
   cd "$ROOT" || return 1
-  echo "demo started (t=${SECONDS}s)"
 }
 
-if running; then
-  echo "demo already running"
-elif [ -f "$DEMO/exit_code" ] && [ "$(cat "$DEMO/exit_code")" = 0 ]; then
-  echo "demo already finished"
-else
-  start
-fi
-wait_detached "perf/learning_demo/run.py" "$WAIT"
-if running; then echo "demo still running at t=${SECONDS}s"; else echo "demo exit $(cat "$DEMO/exit_code" 2>/dev/null)"; fi
+attach_or_start demo "$DEMO" "perf/learning_demo/run.py" "$WAIT" start
 # A call brings back only a few files: the tables, and everything small (summaries, metrics, samples, logs,
 # reports, curves) in one archive; no weights, no build scratch, no synthesized data.
 cp "$DEMO"/learning_demo.md "$DEMO"/learning_demo.json "$OUT"/ 2>/dev/null

@@ -6,6 +6,10 @@
 #   start_detached DIR COMMAND   run COMMAND in its own session; output appended to DIR/driver.log, its exit
 #                                status to DIR/exit_code
 #   wait_detached PATTERN WAIT   wait while a process matching PATTERN runs, until $SECONDS reaches WAIT
+#   attach_or_start LABEL DIR PATTERN WAIT START
+#                                the call of a job: START (a function that ends in start_detached DIR ...) unless a
+#                                process matching PATTERN runs or DIR/exit_code holds 0 (finished), then
+#                                wait_detached, then where the job stands
 export PATH="$PATH:/opt/devdeps/usr/bin"  # the carried bubblewrap: the verifier sandboxes the model's kernels
 export LD_LIBRARY_PATH="/opt/devdeps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"  # the carried shared libraries
 
@@ -25,4 +29,21 @@ start_detached() {
 
 wait_detached() {
   while pgrep -f "$1" >/dev/null && [ "$SECONDS" -lt "$2" ]; do sleep 5; done
+}
+
+attach_or_start() {
+  local label=$1 dir=$2 pattern=$3 wait=$4 start=$5
+  if pgrep -f "$pattern" >/dev/null; then
+    echo "$label already running"
+  elif [ "$(cat "$dir/exit_code" 2>/dev/null)" = 0 ]; then
+    echo "$label already finished"
+  else
+    "$start" && echo "$label started (t=${SECONDS}s)"
+  fi
+  wait_detached "$pattern" "$wait"
+  if pgrep -f "$pattern" >/dev/null; then
+    echo "$label still running at t=${SECONDS}s"
+  else
+    echo "$label exit $(cat "$dir/exit_code" 2>/dev/null)"
+  fi
 }

@@ -21,8 +21,6 @@ WAIT="${WAIT:-540}"
 mkdir -p "$OUT" "$RUN"
 source "$ROOT/tests/gpu/detached.sh"
 
-running() { pgrep -f "musacoder eval-model" >/dev/null; }
-
 start() {
   local kb="${KB_DIR:-.realsubs/KernelBench}"
   snapshot_tree "$ROOT" "$TREE"
@@ -33,18 +31,9 @@ start() {
     --model '${EVAL_MODEL:-$ROOT/build/models/smollm2-135m}' --device cuda --backend cuda \
     --kernelbench-dir '$kb' --levels 1,2,3 --samples 8 --max-new-tokens 2048 \
     --concurrency 256 --max-num-seqs 256 --verify-workers 14 --progress-seconds 30 --out '$RUN/run' ${EVAL_ARGS:-}"
-  echo "eval started (t=${SECONDS}s)"
 }
 
-if running; then
-  echo "eval already running"
-elif [ -f "$RUN/exit_code" ] && [ "$(cat "$RUN/exit_code")" = 0 ]; then
-  echo "eval already finished"
-else
-  start
-fi
-wait_detached "musacoder eval-model" "$WAIT"
-if running; then echo "eval still running at t=${SECONDS}s"; else echo "eval exit $(cat "$RUN/exit_code" 2>/dev/null)"; fi
+attach_or_start eval "$RUN" "musacoder eval-model" "$WAIT" start
 # Everything but build scratch comes back: summary.md, report.html, samples.jsonl, the driver log.
 tar -C "$RUN" -czf "$OUT/kb_eval.tgz" --exclude='*/scratch' --exclude='*/.work' --exclude='*/build-cache' . 2>/dev/null
 cp "$RUN"/run/summary.md "$OUT"/ 2>/dev/null
