@@ -51,13 +51,15 @@ bool requires_grad(std::initializer_list<Tensor> xs) {
 }
 #endif
 
+// An initial state, when given, is (B, Hv, dk, dv).
+void check_initial(const Tensor& initial, int64_t B, int64_t Hv, int64_t dk, int64_t dv) {
+  TORCH_CHECK(!initial.defined() || initial.sizes() == at::IntArrayRef({B, Hv, dk, dv}),
+              "delta rule: initial_state must be (B, Hv, dk, dv)");
+}
+
 Tensor initial_or_zeros(const Tensor& initial, const Heads& h) {
-  if (initial.defined()) {
-    TORCH_CHECK(initial.dim() == 4 && initial.size(0) == h.v.size(0) && initial.size(1) == h.v.size(1) &&
-                    initial.size(2) == h.k.size(3) && initial.size(3) == h.v.size(3),
-                "delta rule: initial_state must be (B, Hv, dk, dv)");
-    return initial.to(at::kFloat);
-  }
+  check_initial(initial, h.v.size(0), h.v.size(1), h.k.size(3), h.v.size(3));
+  if (initial.defined()) return initial.to(at::kFloat);
   return at::zeros({h.v.size(0), h.v.size(1), h.k.size(3), h.v.size(3)}, h.v.options());
 }
 
@@ -199,9 +201,7 @@ DeltaRuleOutput chunk_gated_delta_rule(const Tensor& q, const Tensor& k, const T
   check_shapes(q, k, v, g, beta);
   if (!requires_grad({q, k, v, g, beta, initial_state}) && detail::cuda_fused_layout_supports(q, k, v, C)) {
     const int64_t B = q.size(0), T = q.size(1), Hv = v.size(2);
-    TORCH_CHECK(
-        !initial_state.defined() || initial_state.sizes() == at::IntArrayRef({B, Hv, q.size(3), v.size(3)}),
-        "delta rule: initial_state must be (B, Hv, dk, dv)");
+    check_initial(initial_state, B, Hv, q.size(3), v.size(3));
     auto [out, final_state] = detail::cuda_chunk_forward(q, k, v, g, beta, initial_state);
     // (B, Hv, L, dv) float32 -> (B, T, Hv, dv) in q's dtype: one copy does the cut, transpose and cast
     Tensor result = at::empty({B, T, Hv, v.size(3)}, v.options().dtype(q.scalar_type()));
