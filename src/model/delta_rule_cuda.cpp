@@ -25,6 +25,11 @@ void check(int err, const char* what) {
 const float* ptr(const Tensor& t) { return t.numel() ? t.data_ptr<float>() : nullptr; }
 float* mut(Tensor& t) { return t.numel() ? t.data_ptr<float>() : nullptr; }
 
+// The prepare kernel reads q and k rows as float4: a contiguous view at an odd offset gets a copy of its own.
+Tensor aligned16(const Tensor& t) {
+  return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 ? t.clone() : t;
+}
+
 cuda::DeltaShape shape_of(const Tensor& q, const Tensor& v) {  // q (B, H, L, dk), v (B, H, L, dv)
   cuda::DeltaShape s;
   s.rows = q.size(0) * q.size(1);
@@ -52,7 +57,8 @@ ForwardResult forward_kernels(const Tensor& q, const Tensor& k, const Tensor& v,
   Tensor qdt = torch::empty_like(wt), kd = torch::empty({s.rows, N, cuda::kChunk, s.dk}, f32);
   Tensor decay = torch::empty({s.rows, N}, f32);
   cuda::ChunkScratch scratch{mut(u), mut(wt), mut(aqkt), mut(qdt), mut(kd), mut(decay)};
-  check(cuda::chunk_prepare(s, ptr(q), ptr(k), ptr(v), ptr(g), ptr(beta), scratch, current_stream()),
+  const Tensor qa = aligned16(q), ka = aligned16(k);
+  check(cuda::chunk_prepare(s, ptr(qa), ptr(ka), ptr(v), ptr(g), ptr(beta), scratch, current_stream()),
         "prepare");
   ForwardResult r{torch::empty({q.size(0), q.size(1), s.T, s.dv}, f32),
                   torch::empty({q.size(0), q.size(1), s.dk, s.dv}, f32),

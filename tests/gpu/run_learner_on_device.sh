@@ -126,6 +126,7 @@ for step in $STEPS; do
       python3 -c 'import json, sys
 for line in open(sys.argv[1]):
     v = json.loads(line)
+    if "verdict" not in v: continue  # the summary line
     print(v["task"], v.get("sample", ""), v["verdict"], v.get("speedup"), v["message"][:160].replace("\n", " "))' \
         "$OUT/realsubs.jsonl" | tee "$OUT/realsubs_table.txt" | tail -60 ;;
     cudaunit) run cudaunit 120 "$BUILD"/tests/unit/train/train_unit_tests --gtest_filter='ChunkedLmLoss.*:AdamW.*' ;;

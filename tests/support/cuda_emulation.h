@@ -23,7 +23,7 @@
 #define __device__
 #define __host__
 #define __forceinline__ inline
-#define __launch_bounds__(x)
+#define __launch_bounds__(...)
 #define __expf expf
 #define __shared__ static  // blocks run one at a time: a function-level static is the block's shared array
 #define MC_DYNAMIC_SHARED(name) unsigned char* name = cuda_emulation::shared_memory()

@@ -9,7 +9,8 @@
 //   heads_per_row = Hv, so row r belongs to batch row r / Hv.
 //
 // Chunked forward (training / prefill), chunk C = 64, T padded by the caller to a multiple of C:
-//   1. chunk_prepare: per (row, chunk), the UT transform of transformers' torch_chunk_gated_delta_rule:
+//   1. chunk_prepare (delta_rule_prepare.cu): per (row, chunk), the UT transform of transformers'
+//      torch_chunk_gated_delta_rule:
 //      u = (I + A)^-1 (β v), w = (I + A)^-1 (β k e^{cum}), A_ij = β_i k_i·k_j e^{cum_i − cum_j} (j < i),
 //      Aqk_ij = q_i·k_j e^{cum_i − cum_j} (j ≤ i), qd = q e^{cum}, kd = k e^{cum_C − cum}, decay = e^{cum_C}.
 //   2. chunk_scan, in two kernels: (a) per (row, dv tile), the state slice through the chunks, the only

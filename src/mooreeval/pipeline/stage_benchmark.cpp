@@ -2,7 +2,7 @@
 // device to themselves (the timing lock held exclusively). Each side announces "timed" after its
 // benchmark (the candidate also after its consistency calls) and waits, so both can re-measure if
 // the speedup looks too good. Without 100% pass both sides are only told to exit. Either way both
-// runners end here, and their results are read.
+// runners end here, and their results are read. The candidate's deadline restarts at the benchmark.
 #include <mutex>
 
 #include "mooreeval/pipeline/eval_job.h"
@@ -19,6 +19,9 @@ std::optional<Verdict> EvalJob::benchmark() {
   if (all_pass) {
     timed.lock();
     slot_lap("timing_wait");
+    // The candidate's clock starts again: the output check (ours: 18 s for 8 trials of a 1 GiB output)
+    // and the wait for the timing lock are not its time; its benchmark gets --max-run-seconds of its own.
+    cand_run->session->set_deadline(options.max_run);
   }
   if (auto v = time_both_sides()) return v;
   // The candidate's process ends inside the slot (nothing of it may still run on the device
