@@ -7,7 +7,8 @@ our C++ writer saved.
                                   save_pretrained), ref.safetensors (ids_k, logits_k), grad.safetensors
   check --case DIR --saved DIR    transformers reloads DIR/saved; weights and logits must equal the original's
   gpu   --out DIR                 (GPU) a 4-layer random model of Qwen3.5-9B's layer shapes in bf16 on CUDA
-                                  (3 Gated DeltaNet + 1 gated attention), saved, with reference logits
+                                  (3 Gated DeltaNet + 1 gated attention), saved, with reference logits in bf16
+                                  and, from the same weights, in float32 (logits32_k)
 
 ref.safetensors: ids_k (B, T) int64 and logits_k (B, T, V) float32, ascending T, the longest (> the delta
 rule's chunk size, 64) as a batch of two rows. grad.safetensors: grad_ids (2, T), loss (scalar) and one
@@ -160,6 +161,11 @@ def cmd_gpu(args):
         ids = torch.randint(0, cfg.vocab_size, (b, t), generator=g)
         ref[f"ids_{i}"] = ids
         ref[f"logits_{i}"] = logits_of(model, ids.cuda()).cpu()
+    # The same weights in float32: the exact model, against which the test measures how often bf16 alone (ours
+    # and transformers') changes the argmax.
+    model.float()
+    for i in range(2):
+        ref[f"logits32_{i}"] = logits_of(model, ref[f"ids_{i}"].cuda()).cpu()
     save_file(ref, os.path.join(args.out, "ref.safetensors"))
     print(json.dumps({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__}))
     return 0
