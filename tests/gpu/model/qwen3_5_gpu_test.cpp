@@ -209,12 +209,13 @@ TEST(Qwen35Gpu, NineBLayerShapeBf16ParityWithTransformers) {
         "near_top1=%.4f kernels=%d\n",
         ids.size(0), ids.size(1), a.max_abs, a.ref_max_abs, a.cosine, a.top1, a.near_top1,
         delta_rule_cuda_kernels_built() ? 1 : 0);
-    // Against the exact model (the same weights in float32): our bf16 changes the argmax no more often than
-    // transformers' bf16 does — the floor that bf16 itself sets for any implementation.
+    // Against the exact model (the same weights in float32): our bf16 is no further from it than
+    // transformers' bf16 — the floor that bf16 itself sets for any implementation (on an H100: top-1 92.0%
+    // / 95.0% and cosine 0.99977 for transformers, 92.8% / 95.0% and 0.99977 for ours).
     torch::Tensor exact = ref->tensor("logits32_" + std::to_string(i)).value();
     const LogitAgreement ours = agreement(got, exact), theirs = agreement(want, exact);
     EXPECT_GE(ours.top1, theirs.top1 - 0.01) << "sequence " << i;
-    EXPECT_GE(ours.cosine, 0.9999) << "sequence " << i;
+    EXPECT_GE(ours.cosine, theirs.cosine - 1e-5) << "sequence " << i;
     std::printf(
         "GPU_RESULT qwen3_5 top-1 vs float32: ours bf16 %.4f (cosine %.6f), transformers bf16 %.4f (cosine "
         "%.6f)\n",
