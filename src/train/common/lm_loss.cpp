@@ -35,6 +35,18 @@ torch::Tensor softmax_grad(const torch::Tensor& raw, const torch::Tensor& target
   return p.mul_(g);
 }
 
+// grad_w (V, C) float32 += pgᵀ h over one chunk: on CUDA in 16-bit one GEMM accumulating into float32; else a
+// float32 addmm, or a 16-bit product (float32 accumulation inside) added in float32.
+void accumulate_weight_grad(torch::Tensor& grad_w, const torch::Tensor& pg, const torch::Tensor& h) {
+#ifdef MUSACODER_HAVE_TRAIN_CUDA_KERNELS
+  if (detail::cuda_accumulate_takes(grad_w, pg, h)) return detail::cuda_accumulate_at_b(grad_w, pg, h);
+#endif
+  if (pg.scalar_type() == torch::kFloat)
+    grad_w.addmm_(pg.t(), h);
+  else
+    grad_w.add_(pg.t().matmul(h));
+}
+
 class ChunkedLmCrossEntropy : public torch::autograd::Function<ChunkedLmCrossEntropy> {
  public:
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& hidden, const torch::Tensor& weight,
@@ -70,11 +82,7 @@ class ChunkedLmCrossEntropy : public torch::autograd::Function<ChunkedLmCrossEnt
           softmax_grad(h.matmul(weight.t()), targets.narrow(0, s, len), lse.narrow(0, s, len), g)
               .to(hidden.scalar_type());
       grad_h.narrow(0, s, len).copy_(pg.matmul(weight));
-      if (need_w && pg.scalar_type() == torch::kFloat) {
-        grad_w.addmm_(pg.t(), h);
-      } else if (need_w) {
-        grad_w.add_(pg.t().matmul(h));  // bf16 matmul (fp32 accumulate inside), summed over chunks in fp32
-      }
+      if (need_w) accumulate_weight_grad(grad_w, pg, h);
     }
     return {grad_h, need_w ? grad_w.to(weight.scalar_type()) : torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }

@@ -17,8 +17,10 @@
 
 namespace musacoder::train {
 
-// Rows per chunk so that one chunk's float32 logits take about `budget_bytes`.
-int64_t lm_loss_chunk_rows(int64_t vocab, int64_t budget_bytes = 256ll << 20);
+// Rows per chunk so that one chunk's float32 logits would take about `budget_bytes` (on CUDA they are 16-bit,
+// half that). Each chunk adds its weight-gradient product into the float32 (V, C) accumulator, a full read
+// and write of it: 1 GiB makes a 4,096-token row three chunks at a 152K vocabulary, not ten.
+int64_t lm_loss_chunk_rows(int64_t vocab, int64_t budget_bytes = 1ll << 30);
 
 torch::Tensor chunked_lm_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& weight,
                                        const torch::Tensor& targets, int64_t chunk_rows);

@@ -1,5 +1,6 @@
 #include "train/common/lm_loss_cuda.h"
 
+#include <ATen/cuda/CUDABlas.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
 
@@ -52,6 +53,31 @@ at::Tensor cuda_lm_grad(const at::Tensor& logits, const at::Tensor& targets, con
                            grad.data_ptr(), stream()),
         "grad");
   return grad;
+}
+
+bool cuda_accumulate_takes(const at::Tensor& acc, const at::Tensor& a, const at::Tensor& b) {
+  const at::ScalarType t = a.scalar_type();
+  return acc.is_cuda() && acc.scalar_type() == at::kFloat && acc.dim() == 2 && acc.is_contiguous() &&
+         (t == at::kBFloat16 || t == at::kHalf) && b.scalar_type() == t && a.device() == acc.device() &&
+         b.device() == acc.device() && a.dim() == 2 && b.dim() == 2 && a.stride(1) == 1 && b.stride(1) == 1 &&
+         a.size(0) == b.size(0) && a.size(0) > 0 && acc.size(0) == a.size(1) && acc.size(1) == b.size(1);
+}
+
+void cuda_accumulate_at_b(at::Tensor& acc, const at::Tensor& a, const at::Tensor& b) {
+  TORCH_CHECK(cuda_accumulate_takes(acc, a, b), "cuda_accumulate_at_b: unsupported operands");
+  // Column-major, as cuBLAS sees the row-major tensors: acc is accᵀ (C, V) = bᵀ (C, rows) · a (rows, V),
+  // where b as stored is bᵀ (op n, ld = b's row stride) and a as stored is aᵀ (V, rows), taken transposed (op
+  // t).
+  const int64_t rows = a.size(0), V = acc.size(0), C = acc.size(1);
+  if (a.scalar_type() == at::kBFloat16) {
+    at::cuda::blas::gemm<at::BFloat16, float>('n', 't', C, V, rows, 1.f, b.data_ptr<at::BFloat16>(),
+                                              b.stride(0), a.data_ptr<at::BFloat16>(), a.stride(0), 1.f,
+                                              acc.data_ptr<float>(), acc.stride(0));
+  } else {
+    at::cuda::blas::gemm<at::Half, float>('n', 't', C, V, rows, 1.f, b.data_ptr<at::Half>(), b.stride(0),
+                                          a.data_ptr<at::Half>(), a.stride(0), 1.f, acc.data_ptr<float>(),
+                                          acc.stride(0));
+  }
 }
 
 }  // namespace musacoder::train::detail

@@ -18,4 +18,12 @@ std::pair<at::Tensor, at::Tensor> cuda_lm_rows(const at::Tensor& logits, const a
 at::Tensor cuda_lm_grad(const at::Tensor& logits, const at::Tensor& targets, const at::Tensor& lse,
                         const at::Tensor& scale);
 
+// Whether cuda_accumulate_at_b takes these: acc (V, C) float32 contiguous on CUDA; a (rows, V) and b (rows,
+// C) of one 16-bit float dtype on acc's device, unit column strides.
+bool cuda_accumulate_takes(const at::Tensor& acc, const at::Tensor& a, const at::Tensor& b);
+
+// acc += aᵀ b in one cuBLAS GEMM that accumulates into the float32 matrix (beta = 1): the LM head's weight
+// gradient over the loss's chunks, without a 16-bit (V, C) product and a float32 add of it per chunk.
+void cuda_accumulate_at_b(at::Tensor& acc, const at::Tensor& a, const at::Tensor& b);
+
 }  // namespace musacoder::train::detail
