@@ -3,6 +3,7 @@
 #include <ATen/cuda/CUDABlas.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
+#include <torch/version.h>
 
 #include "model/kernel_dtype.h"
 #include "train/common/cuda/lm_loss_kernels.h"
@@ -55,7 +56,12 @@ at::Tensor cuda_lm_grad(const at::Tensor& logits, const at::Tensor& targets, con
   return grad;
 }
 
+// at::cuda::blas::gemm with a float32 output for 16-bit inputs: torch 2.8 and later.
+#define MUSACODER_HAVE_GEMM_FLOAT_OUT \
+  (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 8))
+
 bool cuda_accumulate_takes(const at::Tensor& acc, const at::Tensor& a, const at::Tensor& b) {
+  if (!MUSACODER_HAVE_GEMM_FLOAT_OUT) return false;
   const at::ScalarType t = a.scalar_type();
   return acc.is_cuda() && acc.scalar_type() == at::kFloat && acc.dim() == 2 && acc.is_contiguous() &&
          (t == at::kBFloat16 || t == at::kHalf) && b.scalar_type() == t && a.device() == acc.device() &&
@@ -66,8 +72,8 @@ bool cuda_accumulate_takes(const at::Tensor& acc, const at::Tensor& a, const at:
 void cuda_accumulate_at_b(at::Tensor& acc, const at::Tensor& a, const at::Tensor& b) {
   TORCH_CHECK(cuda_accumulate_takes(acc, a, b), "cuda_accumulate_at_b: unsupported operands");
   // Column-major, as cuBLAS sees the row-major tensors: acc is accᵀ (C, V) = bᵀ (C, rows) · a (rows, V),
-  // where b as stored is bᵀ (op n, ld = b's row stride) and a as stored is aᵀ (V, rows), taken transposed (op
-  // t).
+  // where b as stored is bᵀ (op n, ld = b's row stride) and a as stored is aᵀ (V, rows), taken as op t.
+#if MUSACODER_HAVE_GEMM_FLOAT_OUT
   const int64_t rows = a.size(0), V = acc.size(0), C = acc.size(1);
   if (a.scalar_type() == at::kBFloat16) {
     at::cuda::blas::gemm<at::BFloat16, float>('n', 't', C, V, rows, 1.f, b.data_ptr<at::BFloat16>(),
@@ -78,6 +84,7 @@ void cuda_accumulate_at_b(at::Tensor& acc, const at::Tensor& a, const at::Tensor
                                           a.data_ptr<at::Half>(), a.stride(0), 1.f, acc.data_ptr<float>(),
                                           acc.stride(0));
   }
+#endif
 }
 
 }  // namespace musacoder::train::detail
