@@ -31,6 +31,9 @@ data::SynthOptions synth_options(const QuickstartOptions& o, const fs::path& out
   auto& v = s.verifier;
   v.backend = o.backend;
   v.workers = o.verify_workers;
+  v.run_slots = verifier_run_slots(o);
+  v.benchmark_iters = 10;  // as the evaluation's: the outputs keep no timings (stable_metadata)
+  v.warmup_iters = 3;
   v.seed = data::mix_seed(seed, 0x5eed);
   v.cache_dir = build_cache(o);
   return s;

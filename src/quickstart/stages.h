@@ -12,6 +12,13 @@ namespace musacoder::quickstart {
 // --build-cache, else mooreeval::default_cache_dir(): every stage's verifier shares it.
 std::filesystem::path build_cache(const QuickstartOptions& o);
 
+// Candidates on the device at once for the data and evaluation stages' verifiers: 4 on a GPU (a benchmark
+// still has the device alone, under MooreEval's timing lock), 1 on the cpu backend, whose candidates share
+// the cores.
+inline int verifier_run_slots(const QuickstartOptions& o) {
+  return o.backend == "cuda" ? 4 : 1;
+}
+
 struct DataSets {
   std::filesystem::path train;    // synth out dir: tasks/ and sft.jsonl
   std::filesystem::path heldout;  // tasks-only synth out dir: tasks/
