@@ -188,6 +188,7 @@ def evaluate(args, model, tasks, eval_dir, log_name, out):
         cmd = [args.musacoder, "eval-model", "--model", model, "--device", args.backend, "--backend", args.backend,
                "--samples", str(args.samples), "--temperature", "0.7", "--max-new-tokens", str(args.max_new_tokens),
                "--build-path", "lean", "--verify-workers", str(args.verify_workers), "--seed", str(args.seed),
+               "--run-slots", "4" if args.backend == "cuda" else "1",  # as the quickstart's evaluations
                "--out", eval_dir, "--progress-seconds", "0"] + (["--tasks", tasks] if tasks else [])
         code, seconds = run(cmd, os.path.join(out, log_name))
         if not os.path.exists(os.path.join(eval_dir, "summary.json")):
