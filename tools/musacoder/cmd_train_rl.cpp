@@ -33,6 +33,9 @@ void add_io_flags(CLI::App* s, TrainRlFlags& f) {
   s->add_option("--reward-env", f.o.reward_env, "mooreeval (in process) or http://HOST:PORT (MooreEval service)")
       ->capture_default_str();
   s->add_option("--reward-env-workers", f.o.reward_env_workers, "verifications in flight")->capture_default_str();
+  s->add_option("--reward-env-run-slots", f.o.reward_env_run_slots,
+                "in process: candidates on the device at once (0: 4 on cuda/musa, 1 on cpu)")
+      ->capture_default_str();
   s->add_option("--backend", f.o.verifier_backend, "what kernels run on in the verifier: cpu | cuda | musa")
       ->capture_default_str();
   s->add_option("--verifier-wait-seconds", f.o.verifier_wait_seconds,

@@ -9,6 +9,7 @@ nlohmann::json to_json(const RlOptions& o) {
           {"resume_from", o.resume_from.string()},
           {"reward_env", o.reward_env},
           {"reward_env_workers", o.reward_env_workers},
+          {"reward_env_run_slots", o.reward_env_run_slots},
           {"verifier_backend", o.verifier_backend},
           {"verifier_wait_seconds", o.verifier_wait_seconds},
           {"infra_retries", o.infra_retries},
@@ -87,6 +88,8 @@ Status validate(const RlOptions& o) {
   if (o.clip_low < 0 || o.clip_low >= 1 || o.clip_high < 0) return invalid_argument("--clip-low in [0, 1), --clip-high >= 0");
   if (o.max_steps < 1) return invalid_argument("--max-steps must be >= 1");
   if (o.reward_env_workers < 1) return invalid_argument("--reward-env-workers must be >= 1");
+  if (o.reward_env_run_slots < 0)
+    return invalid_argument("--reward-env-run-slots must be >= 0 (0: by backend)");
   if (o.update_batch_tokens < 1) return invalid_argument("--update-batch-tokens must be >= 1");
   if (o.kv_cache_gb < 0) return invalid_argument("--kv-cache-gb must be >= 0");
   if (!(o.kv_cache_memory_fraction > 0 && o.kv_cache_memory_fraction < 1)) {

@@ -23,6 +23,7 @@ struct RlOptions {
   // --- Rewards (the verifier)
   std::string reward_env = "mooreeval";   // "mooreeval" (in-process) or http://HOST:PORT (the service)
   int reward_env_workers = 64;            // concurrent verifications
+  int reward_env_run_slots = 0;           // in process: candidates on the device at once (0: by backend)
   std::string verifier_backend = "cpu";   // --backend: cpu | cuda | musa (what kernels must run on)
   double verifier_wait_seconds = 120;     // service mode: how long a step waits for a down verifier
   int infra_retries = 2;                  // re-verifications of an infra_error before the sample is dropped

@@ -135,6 +135,7 @@ Status make_components(RlRun& r) {
   ro.endpoint = r.o.reward_env;
   ro.backend = r.o.verifier_backend;
   ro.workers = r.o.reward_env_workers;
+  ro.run_slots = r.o.reward_env_run_slots;
   ro.wait_seconds = r.o.verifier_wait_seconds;
   ro.seed = r.o.seed;
   ro.build_path = r.o.verifier_build_path;
