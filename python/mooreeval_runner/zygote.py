@@ -195,14 +195,22 @@ def serve(listen_fd, log_fd, exclusive):
                 _accept(listener, jobs, (wake_r, wake_w), exclusive)
             elif r is wake_r:
                 os.read(wake_r, 4096)
-            elif r in jobs:
+            elif r in jobs and _client_gone(r):
                 # The client closed its end: it was killed (deadline) or gave up; so does the job.
-                if not r.recv(1):
-                    _kill_group(jobs.pop(r))
-                    r.close()
-                    if exclusive:
-                        _sweep()
+                _kill_group(jobs.pop(r))
+                r.close()
+                if exclusive:
+                    _sweep()
         _reap(jobs, exclusive)
+
+
+def _client_gone(conn):
+    """Whether a job's client has gone: its end closed, or reset — a client killed before it read our "pid"
+    line leaves the connection reset (ECONNRESET), which must end its job, not the zygote."""
+    try:
+        return not conn.recv(1)
+    except OSError:
+        return True
 
 
 def _accept(listener, jobs, wake_fds, exclusive):
@@ -231,6 +239,12 @@ def _accept(listener, jobs, wake_fds, exclusive):
     pid = os.fork()
     if pid == 0:
         _run_job(request, fds, listener, list(jobs) + [conn], wake_fds)
+    try:
+        # The child makes itself a group leader first thing; doing it here too means a client that goes away
+        # at once still has its job's group killed (before the child got there, killpg found no group).
+        os.setpgid(pid, pid)
+    except OSError:
+        pass  # the child got there first, or has already ended
     for fd in fds:
         os.close(fd)
     jobs[conn] = pid
