@@ -10,8 +10,8 @@ replaceable by) anything inside a sandbox. Protocol, one connection per request:
   a job request {"argv": [...], "cwd": ..., "env": {...}} with the client's stdin, stdout,
   stderr and control pipe (fd 3) attached (SCM_RIGHTS; see src/mooreeval/runner/warm_client_main.cpp)
                         -> "pid N\\n" once forked, then "exit N\\n" or "signal N\\n" when it ends.
-If the client's connection closes first (the orchestrator killed the client at its deadline),
-the zygote kills the job's process group at once.
+If the client's connection closes first (the orchestrator killed the client at its deadline), or is
+reset (a client killed before it read "pid N"), the zygote kills the job's process group at once.
 
 --exclusive: the zygote runs alone in its own sandbox (bubblewrap, its own pid namespace; see
 src/mooreeval/runner/sandboxed_warm_pool.h) and serves one untrusted job at a time. Before it reports a
