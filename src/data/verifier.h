@@ -39,6 +39,12 @@ struct VerifierSettings {
   std::string build_path = "auto";
 };
 
+// Candidates on the device at once where a caller names no number: 4 on a GPU backend (a benchmark still has
+// the device alone, under MooreEval's timing lock), 1 on cpu, whose candidates share the machine's cores.
+inline int default_run_slots(const std::string& backend) {
+  return backend == "cpu" ? 1 : 4;
+}
+
 // One submission to verify against one task file.
 struct VerifyJob {
   std::string task_id;               // "fusion/p00012"

@@ -16,6 +16,17 @@ fs::path build_cache(const QuickstartOptions& o) {
   return o.build_cache.empty() ? mooreeval::default_cache_dir() : o.build_cache;
 }
 
+data::VerifierSettings verifier_settings(const QuickstartOptions& o) {
+  data::VerifierSettings v;
+  v.backend = o.backend;
+  v.workers = o.verify_workers;
+  v.run_slots = data::default_run_slots(o.backend);
+  v.benchmark_iters = 10;
+  v.warmup_iters = 3;
+  v.cache_dir = build_cache(o);
+  return v;
+}
+
 namespace {
 
 data::SynthOptions synth_options(const QuickstartOptions& o, const fs::path& out, uint64_t seed, int count) {
@@ -28,14 +39,8 @@ data::SynthOptions synth_options(const QuickstartOptions& o, const fs::path& out
   s.backend = o.backend;
   s.stable_metadata = true;
   s.progress = o.progress;
-  auto& v = s.verifier;
-  v.backend = o.backend;
-  v.workers = o.verify_workers;
-  v.run_slots = verifier_run_slots(o);
-  v.benchmark_iters = 10;  // as the evaluation's: the outputs keep no timings (stable_metadata)
-  v.warmup_iters = 3;
-  v.seed = data::mix_seed(seed, 0x5eed);
-  v.cache_dir = build_cache(o);
+  s.verifier = verifier_settings(o);
+  s.verifier.seed = data::mix_seed(seed, 0x5eed);
   return s;
 }
 

@@ -15,13 +15,8 @@ namespace {
 
 kernelbench::ScorerSettings scorer_settings(const QuickstartOptions& o, const fs::path& out) {
   kernelbench::ScorerSettings s;
-  s.verifier.backend = o.backend;
-  s.verifier.workers = o.verify_workers;
-  s.verifier.run_slots = verifier_run_slots(o);
-  s.verifier.benchmark_iters = 10;
-  s.verifier.warmup_iters = 3;
+  s.verifier = verifier_settings(o);
   s.verifier.build_path = "lean";  // quickstart.h: a compile error costs no full build
-  s.verifier.cache_dir = build_cache(o);
   s.scratch_dir = out / "scratch";
   return s;
 }

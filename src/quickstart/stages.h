@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "data/verifier.h"
 #include "quickstart/quickstart.h"
 
 namespace musacoder::quickstart {
@@ -12,12 +13,10 @@ namespace musacoder::quickstart {
 // --build-cache, else mooreeval::default_cache_dir(): every stage's verifier shares it.
 std::filesystem::path build_cache(const QuickstartOptions& o);
 
-// Candidates on the device at once for the data and evaluation stages' verifiers: 4 on a GPU (a benchmark
-// still has the device alone, under MooreEval's timing lock), 1 on the cpu backend, whose candidates share
-// the cores.
-inline int verifier_run_slots(const QuickstartOptions& o) {
-  return o.backend == "cuda" ? 4 : 1;
-}
+// The data and evaluation stages' verifier: --backend, --verify-workers, the shared build cache, the
+// backend's run slots (data::default_run_slots), 10 timed calls after 3 warm-ups (the data's outputs keep no
+// timings; the evaluations' fast_p needs no more).
+data::VerifierSettings verifier_settings(const QuickstartOptions& o);
 
 struct DataSets {
   std::filesystem::path train;    // synth out dir: tasks/ and sft.jsonl

@@ -181,7 +181,7 @@ Result<std::unique_ptr<RewardEnv>> RewardEnv::create(const RewardEnvOptions& o) 
   data::VerifierSettings s;
   s.backend = o.backend;
   s.workers = 1;  // one job per verify() call; concurrency comes from our own workers
-  s.run_slots = o.run_slots > 0 ? o.run_slots : o.backend == "cpu" ? 1 : 4;
+  s.run_slots = o.run_slots > 0 ? o.run_slots : data::default_run_slots(o.backend);
   s.cache_dir = o.cache_dir;
   s.work_root = o.work_root;
   s.seed = o.seed;

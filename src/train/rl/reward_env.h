@@ -27,7 +27,7 @@ struct RewardEnvOptions {
   std::string endpoint = "mooreeval";  // "mooreeval" (in process) or http://HOST:PORT
   std::string backend = "cpu";         // in process: what candidates run on (cpu | cuda | musa)
   int workers = 8;                     // verifications in flight
-  int run_slots = 0;                   // in process: candidates on a device at once (0: 4 on GPU, 1 cpu)
+  int run_slots = 0;                   // in process: candidates on the device at once (0: default_run_slots)
   double wait_seconds = 120;           // service: how long an unreachable service is retried per job
   std::filesystem::path cache_dir;     // in process: the build cache (empty: none)
   std::filesystem::path work_root;     // in process: temp dirs (empty: system temp)
