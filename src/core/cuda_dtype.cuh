@@ -1,7 +1,7 @@
 // Helpers shared by the CUDA kernels (engine, model, train). Device: float conversion of the three element
-// types (float, __half, __nv_bfloat16; from_float rounds to nearest even) and a warp-wide sum. Host: the
-// launch of a kernel template for the element type an argument struct's `dtype` code names (0 float32, 1
-// float16, 2 bfloat16), and the block count of a grid-stride loop.
+// types (float, __half, __nv_bfloat16; from_float rounds to nearest even), a warp-wide sum and the dynamic
+// shared memory declaration. Host: the launch of a kernel template for the element type an argument struct's
+// `dtype` code names (0 float32, 1 float16, 2 bfloat16), and the block count of a grid-stride loop.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -10,6 +10,9 @@
 
 #include <cstdint>
 #include <type_traits>
+
+// A kernel's dynamic shared memory as 16-byte-aligned bytes (tests/support/cuda_emulation.h defines its own).
+#define MC_DYNAMIC_SHARED(name) extern __shared__ __align__(16) unsigned char name[]
 
 namespace musacoder {
 

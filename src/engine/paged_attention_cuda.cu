@@ -10,7 +10,6 @@
 #include <cuda_runtime.h>
 
 #include "core/cuda_dtype.cuh"
-#define MC_DYNAMIC_SHARED(name) extern __shared__ __align__(16) unsigned char name[]
 #endif
 
 #include <cfloat>

@@ -18,7 +18,8 @@
 // is left out.
 #ifndef MUSACODER_CUDA_EMULATION
 #include <cuda_runtime.h>
-#define MC_DYNAMIC_SHARED(name) extern __shared__ __align__(16) unsigned char name[]
+
+#include "core/cuda_dtype.cuh"
 #endif
 
 #include "model/cuda/delta_rule_kernels.h"
