@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <thread>
 
+#include "core/text.h"
+
 namespace musacoder::eval {
 
 struct ResidentReferences::Member {
@@ -79,8 +81,7 @@ std::optional<ResidentReferences::Lease> ResidentReferences::acquire() {
       if (replace) ++replacements_;
     }
     std::fprintf(stderr, "mooreeval: a resident reference runner does not answer (%s); %s\n",
-                 said.substr(said.size() > 300 ? said.size() - 300 : 0).c_str(),
-                 replace ? "replacing it" : "not replaced");
+                 truncate_middle(said, 300).c_str(), replace ? "replacing it" : "not replaced");
     m->server.reset();  // kills it
     auto fresh =
         replace ? start_server()

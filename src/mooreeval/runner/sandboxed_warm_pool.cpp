@@ -9,6 +9,7 @@
 #include <cstring>
 #include <thread>
 
+#include "core/text.h"
 #include "mooreeval/runner/warm_runner.h"
 
 namespace musacoder::eval {
@@ -103,10 +104,9 @@ Result<std::unique_ptr<SandboxedWarmPool::Member>> SandboxedWarmPool::start_memb
 
 Status SandboxedWarmPool::make_ready(Member& m) const {
   // The ping is answered only after the clean-up of the previous job (zygote.py, _sweep).
-  if (!m.warm->healthy()) {  // the log's last lines: a traceback ends with what went wrong
-    const std::string said = m.warm->log_tail();
-    return unavailable("it does not answer: " + said.substr(said.size() > 300 ? said.size() - 300 : 0));
-  }
+  // The log's head and tail: a traceback ends with what went wrong.
+  if (!m.warm->healthy())
+    return unavailable("it does not answer: " + truncate_middle(m.warm->log_tail(), 300));
   if (!empty_dir(m.job_dir))
     return internal_error("its job dir " + m.job_dir.string() + " cannot be emptied");
   // The job dir belongs to the member's uid (it writes its outputs there); in/ is ours.
