@@ -1,7 +1,8 @@
 // chunk_prepare (delta_rule_kernels.h, step 1): the UT transform of every (row, chunk) of C = 64 tokens, one
 // block of 256 threads each, float32.
 //
-//   1. g and β of the chunk into shared memory; cum = the running sum of g.
+//   1. g and β of the chunk into shared memory; cum = the running sum of g, and e^{cum}, e^{cum_C − cum} once
+//      per token (qd, w's right-hand side and kd scale by them).
 //   2. q and k in slabs of up to 64 features, copied row by row (float4, coalesced) into shared memory,
 //      token-major with 4 floats of padding; per slab, qd = q e^{cum} and kd = k e^{cum_C − cum} go out, and
 //      the products q_i·k_j and k_i·k_j accumulate in registers: thread (ty, tx) of a 16 × 16 grid owns rows
@@ -37,13 +38,13 @@ __host__ __device__ inline int slab_of(int dk) {
 }
 
 // Shared memory in floats: the q and k slabs (C rows of slab + 4 each), later Aqk's tile (C rows of C + 4);
-// then A (C, C), cum (C), β (C).
+// then A (C, C) and the four per-token arrays of Gates.
 __host__ __device__ inline int staging_floats(int dk) {
   const int slabs = 2 * C * (slab_of(dk) + 4), tile = C * (C + 4);
   return slabs > tile ? slabs : tile;
 }
 __host__ __device__ inline int prepare_floats(int dk) {
-  return staging_floats(dk) + C * C + 2 * C;
+  return staging_floats(dk) + C * C + 4 * C;
 }
 
 __device__ inline float fma4(float4 a, float4 b, float acc) {
@@ -53,18 +54,30 @@ __device__ inline float fma4(float4 a, float4 b, float acc) {
   return fmaf(a.w, b.w, acc);
 }
 
-__device__ void load_gates(const float* __restrict__ g, const float* __restrict__ beta, int64_t tok0,
-                           float* cum, float* bs) {
+struct Gates {         // per token of the chunk, in shared memory
+  float *cum, *bs;     // the running sum of g; β
+  float *grow, *rest;  // e^{cum}; e^{cum_C − cum}
+};
+
+__device__ Gates load_gates(const float* __restrict__ g, const float* __restrict__ beta, int64_t tok0,
+                            float* smem) {
+  const Gates t{smem, smem + C, smem + 2 * C, smem + 3 * C};
   if (threadIdx.x < C) {
-    cum[threadIdx.x] = g[tok0 + threadIdx.x];
-    bs[threadIdx.x] = beta[tok0 + threadIdx.x];
+    t.cum[threadIdx.x] = g[tok0 + threadIdx.x];
+    t.bs[threadIdx.x] = beta[tok0 + threadIdx.x];
   }
   __syncthreads();
   if (threadIdx.x == 0) {
     float acc = 0.f;
-    for (int i = 0; i < C; ++i) cum[i] = (acc += cum[i]);
+    for (int i = 0; i < C; ++i) t.cum[i] = (acc += t.cum[i]);
   }
   __syncthreads();
+  if (threadIdx.x < C) {
+    t.grow[threadIdx.x] = __expf(t.cum[threadIdx.x]);
+    t.rest[threadIdx.x] = __expf(t.cum[C - 1] - t.cum[threadIdx.x]);
+  }
+  __syncthreads();
+  return t;
 }
 
 // Features d0 .. d0 + slab of the chunk's q and k rows into qs, ks (row stride slab + 4).
@@ -81,15 +94,14 @@ __device__ void stage_slab(const float* __restrict__ q, const float* __restrict_
 
 // qd (transposed, (dk, C)) and kd ((C, dk)) of the staged features; consecutive threads write consecutive
 // addresses of each.
-__device__ void write_scaled_slab(const float* qs, const float* ks, int dk, int d0, int slab,
-                                  const float* cum, float* __restrict__ qdt, float* __restrict__ kd) {
+__device__ void write_scaled_slab(const float* qs, const float* ks, int dk, int d0, int slab, const Gates& gt,
+                                  float* __restrict__ qdt, float* __restrict__ kd) {
   const int stride = slab + 4;
-  const float last = cum[C - 1];
   for (int e = threadIdx.x; e < C * slab; e += blockDim.x) {
     const int i = e % C, d = e / C;
-    qdt[(d0 + d) * C + i] = qs[i * stride + d] * __expf(cum[i]);
+    qdt[(d0 + d) * C + i] = qs[i * stride + d] * gt.grow[i];
     const int t = e / slab, f = e % slab;
-    kd[t * dk + d0 + f] = ks[t * stride + f] * __expf(last - cum[t]);
+    kd[t * dk + d0 + f] = ks[t * stride + f] * gt.rest[t];
   }
 }
 
@@ -118,7 +130,7 @@ __device__ void accumulate_products(const float* qs, const float* ks, int slab, 
 }
 
 // A into shared memory (row-major) and Aqk into `tile` transposed (row j of C + 4 floats), zeros included.
-__device__ void store_products(const Products& p, const float* cum, const float* bs, float* A, float* tile) {
+__device__ void store_products(const Products& p, const Gates& gt, float* A, float* tile) {
   const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
 #pragma unroll
   for (int a = 0; a < 4; ++a)
@@ -128,9 +140,9 @@ __device__ void store_products(const Products& p, const float* cum, const float*
       float aqk = 0.f, akk = 0.f;
       if (b <= a && j <= i) {
         const int t = a * (a + 1) / 2 + b;
-        const float decay = __expf(cum[i] - cum[j]);
+        const float decay = __expf(gt.cum[i] - gt.cum[j]);
         aqk = p.qk[t] * decay;
-        if (j < i) akk = bs[i] * p.kk[t] * decay;
+        if (j < i) akk = gt.bs[i] * p.kk[t] * decay;
       }
       tile[j * (C + 4) + i] = aqk;
       A[i * C + j] = akk;
@@ -144,7 +156,7 @@ __device__ void copy_tile(const float* tile, float* __restrict__ aqkt) {
   }
 }
 
-__device__ void solve_column(const float* A, const float* cum, const float* bs, const float* __restrict__ v,
+__device__ void solve_column(const float* A, const Gates& gt, const float* __restrict__ v,
                              const float* __restrict__ k, int64_t tok0, int dk, int dv, float* __restrict__ u,
                              float* __restrict__ wt) {
   const int col = threadIdx.x;
@@ -154,7 +166,7 @@ __device__ void solve_column(const float* A, const float* cum, const float* bs, 
   const int step = is_u ? dv : dk;
   float x[C];
 #pragma unroll
-  for (int i = 0; i < C; ++i) x[i] = is_u ? bs[i] * src[i * step] : bs[i] * src[i * step] * __expf(cum[i]);
+  for (int i = 0; i < C; ++i) x[i] = is_u ? gt.bs[i] * src[i * step] : gt.bs[i] * src[i * step] * gt.grow[i];
 #pragma unroll
   for (int i = 1; i < C; ++i) {
     float part[2] = {0.f, 0.f};  // four partial sums spill x at 80 registers (3 blocks per multiprocessor)
@@ -191,21 +203,20 @@ __global__ void __launch_bounds__(kPrepareThreads, 3)
   const int64_t tok0 = row * s.T + n * C, chunk = row * N + n;
   float *qs = smem, *ks = smem + C * (slab + 4);
   float* A = smem + staging_floats(dk);
-  float *cum = A + C * C, *bs = cum + C;
-  load_gates(g, beta, tok0, cum, bs);
+  const Gates gt = load_gates(g, beta, tok0, A + C * C);
   Products p{};
   for (int d0 = 0; d0 < dk; d0 += slab) {
     stage_slab(q, k, tok0, dk, d0, slab, qs, ks);
     __syncthreads();
-    write_scaled_slab(qs, ks, dk, d0, slab, cum, out.qdt + chunk * dk * C, out.kd + chunk * C * dk);
+    write_scaled_slab(qs, ks, dk, d0, slab, gt, out.qdt + chunk * dk * C, out.kd + chunk * C * dk);
     accumulate_products(qs, ks, slab, p);
     __syncthreads();
   }
-  store_products(p, cum, bs, A, smem);
+  store_products(p, gt, A, smem);
   __syncthreads();
   copy_tile(smem, out.aqkt + chunk * C * C);
-  solve_column(A, cum, bs, v, k, tok0, dk, dv, out.u + chunk * C * dv, out.wt + chunk * dk * C);
-  if (threadIdx.x == 0) out.decay[chunk] = __expf(cum[C - 1]);
+  solve_column(A, gt, v, k, tok0, dk, dv, out.u + chunk * C * dv, out.wt + chunk * dk * C);
+  if (threadIdx.x == 0) out.decay[chunk] = gt.grow[C - 1];
 }
 
 }  // namespace
