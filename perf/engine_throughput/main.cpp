@@ -108,6 +108,7 @@ int main(int argc, char** argv) {
   bool no_graphs = false, no_fused = false, no_fused_projections = false;
   std::string trace_dir;
   int64_t trace_tokens = 32;
+  int decode_steps = 0;
   app.add_option("--model", dir)->required();
   app.add_option("--device", device)->capture_default_str();
   app.add_option("--dtype", dtype)->capture_default_str();
@@ -118,6 +119,9 @@ int main(int argc, char** argv) {
   app.add_flag("--no-fused-ops", no_fused,
                "the modules' ops instead of the fused norm / SiLU-mul / RoPE kernels");
   app.add_flag("--no-fused-projections", no_fused_projections, "q/k/v and gate/up as separate matmuls");
+  app.add_option("--decode-steps", decode_steps,
+                 "decode steps per host round trip (EngineOptions; 0: its default)")
+      ->check(CLI::Range(0, 64));
   app.add_option("--trace-dir", trace_dir, "also trace a short run per batch size with the PyTorch profiler");
   app.add_option("--trace-tokens", trace_tokens, "new tokens of the traced run")
       ->check(CLI::Range(2, 100000));
@@ -129,6 +133,7 @@ int main(int argc, char** argv) {
   o.cuda_graphs = !no_graphs;
   o.fused_ops = !no_fused;
   o.fuse_projections = !no_fused_projections;
+  o.decode_steps = decode_steps;
   auto e = engine::Engine::load(dir, {device, dtype}, o);
   if (!e.ok()) {
     std::fprintf(stderr, "engine_throughput: %s\n", e.status().to_string().c_str());
@@ -140,11 +145,18 @@ int main(int argc, char** argv) {
     const Timing t = run(**e, b, prompt_len, new_tokens, 2);
     const auto after = (*e)->stats();
     const double decode_steps = static_cast<double>(new_tokens - 1);
-    nlohmann::json j = {{"engine", "musacoder"}, {"batch", b}, {"prompt_len", prompt_len}, {"new_tokens", new_tokens},
-                        {"output_tokens", t.tokens}, {"seconds", t.total_s}, {"tokens_per_s", t.tokens / t.total_s},
-                        {"prefill_s", t.prefill_s}, {"decode_step_s", (t.total_s - t.prefill_s) / decode_steps},
+    nlohmann::json j = {{"engine", "musacoder"},
+                        {"batch", b},
+                        {"prompt_len", prompt_len},
+                        {"new_tokens", new_tokens},
+                        {"output_tokens", t.tokens},
+                        {"seconds", t.total_s},
+                        {"tokens_per_s", t.tokens / t.total_s},
+                        {"prefill_s", t.prefill_s},
+                        {"decode_step_s", (t.total_s - t.prefill_s) / decode_steps},
                         {"steps", after.steps - before.steps},
                         {"graph_replays", after.cuda_graph_replays - before.cuda_graph_replays},
+                        {"multi_step_rounds", after.multi_step_rounds - before.multi_step_rounds},
                         {"preemptions", after.preemptions - before.preemptions}};
     // Where a step's wall time goes (engine.h, EngineStats): per-step milliseconds by phase.
     const double steps = std::max<double>(1.0, static_cast<double>(after.steps - before.steps));

@@ -2,13 +2,15 @@
 
   python3 perf/engine_throughput/run.py --engine build-gpu/perf/engine_throughput/engine_throughput \
       [--batch-sizes 1,16,64,256] [--prompt-len 512] [--new-tokens 512] [--model DIR] [--json OUT] [--compare-unfused]
-      [--trace-dir DIR [--trace-tokens 32]]
+      [--compare-one-step] [--trace-dir DIR [--trace-tokens 32]]
 
 Without --model: a random model of Qwen2.5-Coder-1.5B's shape in bf16 (saved to a temp dir). Both sides decode
 greedily with eos ignored: output tokens/s per batch size, and batch-1 decode as a fraction of the HBM bound
 (weight bytes / bandwidth per token). transformers: bf16, SDPA, static cache (cache_implementation="static").
 --compare-unfused: our engine once more with its modules' ops instead of the fused kernels (fused_ops_cuda.h) and
 separate q/k/v and gate/up matmuls (fused_linear.h).
+--compare-one-step: our engine once more with one decode step per host round trip (--decode-steps 1) instead of
+its multi-step default (EngineOptions::decode_steps); print default / one-step per batch.
 --trace-dir: our engine also traces --trace-tokens decode steps per batch size with the PyTorch profiler
 (DIR/engine_b<B>.json) and the GPU time per step by kernel is printed (perf/common/trace_summary.py).
 """
@@ -77,6 +79,8 @@ def main():
     p.add_argument("--json")
     p.add_argument("--compare-unfused", action="store_true",
                    help="also run the engine with --no-fused-ops --no-fused-projections; print fused / unfused per batch")
+    p.add_argument("--compare-one-step", action="store_true",
+                   help="also run the engine with --decode-steps 1; print multi-step / one-step per batch")
     p.add_argument("--trace-dir", help="also trace decode steps of our engine per batch size (PyTorch profiler)")
     p.add_argument("--trace-tokens", type=int, default=32)
     a = p.parse_args()
@@ -100,6 +104,7 @@ def main():
         os.makedirs(a.trace_dir, exist_ok=True)
     ours, code = run_engine(cmd + traced)
     unfused = run_engine(cmd + ["--no-fused-ops", "--no-fused-projections"])[0] if a.compare_unfused else {}
+    one_step = run_engine(cmd + ["--decode-steps", "1"])[0] if a.compare_one_step else {}
     gpu = torch.cuda.get_device_name()
     bw = bandwidth(gpu)
     print(f"\n{gpu}, {weight_bytes / 1e9:.2f} GB of weights, prompt {a.prompt_len}, new {a.new_tokens}")
@@ -115,6 +120,11 @@ def main():
             print(f"{'':>6} unfused {unfused[b]['tokens_per_s']:>8.1f} tok/s: fused / unfused "
                   f"{o['tokens_per_s'] / unfused[b]['tokens_per_s']:.2f}x, decode step "
                   f"{unfused[b]['decode_step_s'] * 1e3:.2f} -> {o['decode_step_s'] * 1e3:.2f} ms")
+        if b in one_step and o:
+            rows[-1]["musacoder_one_step"] = one_step[b]
+            print(f"{'':>6} one step per round trip {one_step[b]['tokens_per_s']:>8.1f} tok/s: multi-step / one-step "
+                  f"{o['tokens_per_s'] / one_step[b]['tokens_per_s']:.2f}x, decode step "
+                  f"{one_step[b]['decode_step_s'] * 1e3:.2f} -> {o['decode_step_s'] * 1e3:.2f} ms")
     summary = {"gpu": gpu, "weight_bytes": weight_bytes, "rows": rows, "torch": torch.__version__,
                "transformers": transformers.__version__}
     if 1 in ours and bw:
@@ -146,6 +156,7 @@ def run_engine(cmd):
             r = json.loads(line)
             r["fused_ops"] = "--no-fused-ops" not in cmd
             r["fused_projections"] = "--no-fused-projections" not in cmd
+            r["decode_steps"] = cmd[cmd.index("--decode-steps") + 1] if "--decode-steps" in cmd else "default"
             out[r["batch"]] = r
             print(json.dumps(r), flush=True)
     return out, proc.returncode

@@ -44,7 +44,7 @@ void DecodeGraphs::reset() {
   for (auto& g : graphs_) g.reset();
 }
 
-torch::Tensor DecodeGraphs::run(int64_t bucket, const torch::Tensor& packed) {
+torch::Tensor DecodeGraphs::run(int64_t bucket, const torch::Tensor& packed, const torch::Tensor& ids) {
   auto it = std::lower_bound(buckets_.begin(), buckets_.end(), bucket);
   MC_CHECK(it != buckets_.end() && *it == bucket);
   auto& g = graphs_[static_cast<std::size_t>(it - buckets_.begin())];
@@ -55,10 +55,16 @@ torch::Tensor DecodeGraphs::run(int64_t bucket, const torch::Tensor& packed) {
                     p.narrow(0, 4 * b, b * max_blocks_).view({b, max_blocks_}).to(torch::kInt),
                     p.narrow(0, 3 * b, b).to(torch::kInt));
   };
-  if (!g) {
-    // Capture with this step's real inputs: the warm-up run writes the same K/V the replay writes again.
+  const bool capture = !g;
+  if (capture) {
     g = std::make_unique<Graph>();
     g->packed = packed.clone();
+  } else {
+    g->packed.copy_(packed);
+  }
+  if (ids.defined()) g->packed.narrow(0, 0, ids.size(0)).copy_(ids);
+  if (capture) {
+    // Capture with this step's real inputs: the warm-up run writes the same K/V the replay writes again.
     auto current = c10::cuda::getCurrentCUDAStream();
     auto stream = c10::cuda::getStreamFromPool();
     at::cuda::CUDAEvent inputs_ready;
@@ -76,13 +82,12 @@ torch::Tensor DecodeGraphs::run(int64_t bucket, const torch::Tensor& packed) {
     at::cuda::CUDAEvent captured;
     captured.record(stream);
     captured.block(current);
-  } else {
-    g->packed.copy_(packed);
   }
   g->graph.replay();
   return g->logits;
 #else
   (void)packed;
+  (void)ids;
   (void)g;
   MC_CHECK(false && "DecodeGraphs::run needs a CUDA build");
   return {};

@@ -23,9 +23,11 @@ class DecodeGraphs {
   ~DecodeGraphs();
   int64_t bucket_for(int64_t batch) const;  // the smallest bucket >= batch; 0: none
   int64_t max_blocks() const { return max_blocks_; }
-  // packed: ids b, positions b, slots b, context_lens b, block tables b * max_blocks (int64, on the device).
-  // Returns the graph's output logits (b, V): valid until the next run().
-  torch::Tensor run(int64_t bucket, const torch::Tensor& packed);
+  // packed: ids b, positions b, slots b, context_lens b, block tables b * max_blocks (int64, on the device);
+  // ids (d <= b int64 on the device), when defined, replace packed's first d ids (the tokens a multi-step
+  // decode drew on the device in its previous step). Returns the graph's output logits (b, V): valid until
+  // the next run().
+  torch::Tensor run(int64_t bucket, const torch::Tensor& packed, const torch::Tensor& ids = {});
   void reset();  // drops every captured graph
 
  private:

@@ -141,6 +141,12 @@ struct EngineOptions {
   // projections' parameters become views of the fused tensors).
   bool fuse_projections = true;
   bool cuda_decode_kernel = true;  // our paged decode kernels (CUDA; CPU float32); false: SDPA over gathered KV
+  // Decode steps per host round trip: when every running sequence decodes and none waits to be admitted, the
+  // engine queues up to this many steps at once, each step's input the previous step's draw on the device,
+  // and reads their tokens back with one sync (then applies stops; tokens drawn past a stop are dropped).
+  // The tokens are those of one step at a time (same keys, same logits). Off for rows with a repetition
+  // penalty. 0: 8 on CUDA with graphs, 1 elsewhere (where the host is not what the GPU waits for).
+  int decode_steps = 0;
 };
 
 struct EngineStats {
@@ -155,6 +161,8 @@ struct EngineStats {
   // appending tokens, detokenising and stop checks; callbacks. On CUDA, forward_s ≪ sample_s means the GPU is
   // the bottleneck, forward_s + append_s + emit_s near the step time means the host is.
   double schedule_s = 0, forward_s = 0, sample_s = 0, append_s = 0, emit_s = 0;
+  int64_t multi_step_rounds =
+      0;  // host round trips that ran several decode steps (EngineOptions::decode_steps)
 };
 
 class EngineImpl;

@@ -298,6 +298,11 @@ void EngineCore::step() {
     emit_updates();
     return;
   }
+  if (const int64_t k = decode_steps_now(works, order); k > 1) {
+    stats_.schedule_s += seconds_since(t);
+    multi_step(works, order, k);
+    return;
+  }
   stats_.schedule_s += seconds_since(t);
   torch::Tensor logits = runner_->step(works);
   ++stats_.steps;
@@ -314,6 +319,57 @@ void EngineCore::step() {
   sample_and_append(logits, order, works, same_row);
   stats_.max_running = std::max(stats_.max_running, static_cast<int64_t>(running_.size()));
   t = std::chrono::steady_clock::now();
+  emit_updates();
+  stats_.emit_s += seconds_since(t);
+}
+
+int64_t EngineCore::decode_steps_now(const std::vector<SeqWork>& works,
+                                     const std::vector<SequenceState*>& order) {
+  int64_t k = options_.decode_steps;
+  if (k <= 0) k = runner_->decode_graphs_for(static_cast<int64_t>(works.size())) ? 8 : 1;
+  if (k < 2 || !waiting_.empty() || pending_followers_ > 0) return 1;
+  for (std::size_t i = 0; i < works.size(); ++i) {
+    const SequenceState* s = order[i];
+    if (works[i].count != 1 || works[i].cached == 0 || !works[i].want_logits) return 1;
+    if (s->request->request.sampling.repetition_penalty != 1.0 || s->request->cancelled) return 1;
+    // Never past the request's length: the last of the k tokens is at most its max_len-th.
+    k = std::min<int64_t>(k, s->request->max_len - static_cast<int64_t>(s->tokens.size()));
+  }
+  if (k < 2) return 1;
+  for (SequenceState* s : order)  // blocks for the k positions (a failure leaves the blocks taken so far)
+    if (!pool_->prepare_write(s->cache, s->computed, s->computed + k)) return 1;
+  return k;
+}
+
+void EngineCore::multi_step(std::vector<SeqWork>& works, const std::vector<SequenceState*>& order,
+                            int64_t k) {
+  auto t = std::chrono::steady_clock::now();
+  std::vector<SamplingRow> rows;
+  for (const SequenceState* s : order)
+    rows.push_back({&s->request->request.sampling, s->seed,
+                    static_cast<int64_t>(s->tokens.size()) - s->prompt_len, nullptr});
+  std::vector<DeviceDraw> draws;
+  for (int64_t j = 0; j < k; ++j) {
+    if (j > 0) {
+      for (auto& w : works) ++w.cached;
+      for (auto& r : rows) ++r.step;
+    }
+    torch::Tensor logits = runner_->step(works, j > 0 ? draws.back().token : torch::Tensor());
+    draws.push_back(sampler_->draw(logits, rows));  // queued behind the forward; consumed before the next
+  }
+  stats_.steps += k;
+  ++stats_.multi_step_rounds;
+  stats_.forward_s += seconds_since(t);
+  const auto drawn = Sampler::to_host(draws, rows);
+  stats_.sample_s += seconds_since(t);
+  for (int64_t j = 0; j < k; ++j)
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      if (order[i]->finished) continue;  // a token drawn after a stop: dropped
+      ++order[i]->computed;
+      append(order[i], drawn[static_cast<std::size_t>(j)][i]);
+    }
+  stats_.append_s += seconds_since(t);
+  stats_.max_running = std::max(stats_.max_running, static_cast<int64_t>(running_.size()));
   emit_updates();
   stats_.emit_s += seconds_since(t);
 }

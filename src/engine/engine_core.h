@@ -15,6 +15,9 @@
 //   2. forward   ModelRunner::step over the scheduled tokens;
 //   3. sample    one batched draw for every sequence whose prefill completed or that decoded;
 //   4. finish    stop ids, stop strings, max tokens, context end; callbacks with the step's deltas.
+// When every scheduled sequence decodes and nothing waits (EngineOptions::decode_steps), steps 2-3 repeat
+// k times on the device before one sync — each step's input the previous step's draw — and step 4 applies
+// the k tokens of each sequence in order, dropping those drawn after it finished.
 // Not thread-safe.
 #pragma once
 
@@ -111,6 +114,9 @@ class EngineCore {
   int32_t blocks_to_admit(const Waiting& w) const;
   void preempt(SequenceState* s);
   std::vector<SequenceState*> fork_followers(SequenceState* leader);  // returns the forked followers
+  // k > 1 when this decode-only step may run as k device steps (blocks for them prepared), else 1.
+  int64_t decode_steps_now(const std::vector<SeqWork>& works, const std::vector<SequenceState*>& order);
+  void multi_step(std::vector<SeqWork>& works, const std::vector<SequenceState*>& order, int64_t k);
   void sample_and_append(const torch::Tensor& logits, const std::vector<SequenceState*>& order,
                          const std::vector<SeqWork>& works, const std::vector<std::vector<SequenceState*>>& same_row);
   void append(SequenceState* s, const SampledToken& t);

@@ -234,6 +234,10 @@ void ModelRunner::reset_graphs() {
   if (graphs_) graphs_->reset();
 }
 
+bool ModelRunner::decode_graphs_for(int64_t batch) const {
+  return graphs_ && graphs_->bucket_for(batch) > 0;
+}
+
 void ModelRunner::set_rope(StepContext& ctx, int64_t max_position) {
   torch::Tensor inv = inv_freq_;
   if (model_->config().rope.type == model::RopeType::kDynamic)
@@ -268,18 +272,27 @@ bool ModelRunner::refresh_weights() {
   return moved;
 }
 
-torch::Tensor ModelRunner::step(const std::vector<SeqWork>& works) {
+torch::Tensor ModelRunner::upload(const std::vector<int64_t>& host) const {
+  auto t = torch::tensor(host, torch::kLong);
+  if (!device_.is_cuda()) return t.to(device_);
+  return t.pin_memory().to(device_, /*non_blocking=*/true);
+}
+
+torch::Tensor ModelRunner::step(const std::vector<SeqWork>& works, const torch::Tensor& decode_ids) {
   MC_CHECK(!works.empty());
   torch::NoGradGuard no_grad;
   if (refresh_weights()) reset_graphs();  // the captured graphs read the old fused tensors
   const bool decode_only = std::all_of(works.begin(), works.end(), [](const SeqWork& w) {
     return w.count == 1 && w.cached > 0 && w.want_logits;
   });
-  if (graphs_ && decode_only && graphs_->bucket_for(static_cast<int64_t>(works.size())) > 0) return graph_step(works);
-  return eager_step(works);
+  MC_CHECK(!decode_ids.defined() ||
+           (decode_only && decode_ids.size(0) == static_cast<int64_t>(works.size())));
+  if (graphs_ && decode_only && graphs_->bucket_for(static_cast<int64_t>(works.size())) > 0)
+    return graph_step(works, decode_ids);
+  return eager_step(works, decode_ids);
 }
 
-torch::Tensor ModelRunner::eager_step(const std::vector<SeqWork>& works) {
+torch::Tensor ModelRunner::eager_step(const std::vector<SeqWork>& works, const torch::Tensor& decode_ids) {
   const int64_t bs = pool_->block_size();
   int64_t N = 0, D = 0, max_blocks = 1, max_ctx = 0, max_pos = 0, R = 0, extra = 0;
   for (const auto& w : works) {
@@ -297,7 +310,8 @@ torch::Tensor ModelRunner::eager_step(const std::vector<SeqWork>& works) {
   std::vector<int64_t> host;
   host.reserve(static_cast<std::size_t>(3 * N + D * (max_blocks + 1) + R + extra));
   for (const auto& w : works)
-    for (int64_t p = w.cached; p < w.cached + w.count; ++p) host.push_back((*w.tokens)[static_cast<std::size_t>(p)]);
+    for (int64_t p = w.cached; p < w.cached + w.count; ++p)
+      host.push_back(decode_ids.defined() ? 0 : (*w.tokens)[static_cast<std::size_t>(p)]);
   for (const auto& w : works)
     for (int64_t p = w.cached; p < w.cached + w.count; ++p) host.push_back(p);
   for (const auto& w : works)
@@ -318,9 +332,10 @@ torch::Tensor ModelRunner::eager_step(const std::vector<SeqWork>& works) {
       for (int64_t p = 0; p < works[i].cached + works[i].count; ++p) host.push_back(slot_of(*works[i].cache, p, bs));
   const int64_t prefill_max = device_.is_cuda() ? append_prefill_runs(works, D, host) : 0;
 
-  Unpacker u{torch::tensor(host, torch::kLong).to(device_, /*non_blocking=*/true)};
+  Unpacker u{upload(host)};
   StepContext ctx;
   torch::Tensor ids = u.next(N);
+  if (decode_ids.defined()) ids = decode_ids;
   ctx.positions = u.next(N);
   ctx.slots = u.next(N);
   ctx.num_decode = D;
@@ -344,7 +359,7 @@ torch::Tensor ModelRunner::eager_step(const std::vector<SeqWork>& works) {
   return forward_tokens(ids, ctx, rows);
 }
 
-torch::Tensor ModelRunner::graph_step(const std::vector<SeqWork>& works) {
+torch::Tensor ModelRunner::graph_step(const std::vector<SeqWork>& works, const torch::Tensor& decode_ids) {
   const int64_t D = static_cast<int64_t>(works.size()), b = graphs_->bucket_for(D);
   const int64_t bs = pool_->block_size(), max_blocks = graphs_->max_blocks();
   // Layout (DecodeGraphs::run): ids b, positions b, slots b, context_lens b, block tables b * max_blocks.
@@ -353,7 +368,8 @@ torch::Tensor ModelRunner::graph_step(const std::vector<SeqWork>& works) {
     host[static_cast<std::size_t>(3 * b + i)] = 1;  // padding rows: context 1 on the null block
     if (i >= D) continue;
     const SeqWork& w = works[static_cast<std::size_t>(i)];
-    host[static_cast<std::size_t>(i)] = (*w.tokens)[static_cast<std::size_t>(w.cached)];
+    if (!decode_ids.defined())
+      host[static_cast<std::size_t>(i)] = (*w.tokens)[static_cast<std::size_t>(w.cached)];
     host[static_cast<std::size_t>(b + i)] = w.cached;
     host[static_cast<std::size_t>(2 * b + i)] = slot_of(*w.cache, w.cached, bs);
     host[static_cast<std::size_t>(3 * b + i)] = w.cached + 1;
@@ -361,7 +377,7 @@ torch::Tensor ModelRunner::graph_step(const std::vector<SeqWork>& works) {
       host[static_cast<std::size_t>(4 * b + i * max_blocks) + j] = w.cache->blocks[j];
   }
   ++graph_replays_;
-  return graphs_->run(b, torch::tensor(host, torch::kLong).to(device_, true)).narrow(0, 0, D);
+  return graphs_->run(b, upload(host), decode_ids).narrow(0, 0, D);
 }
 
 }  // namespace musacoder::engine

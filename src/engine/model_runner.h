@@ -44,15 +44,22 @@ class ModelRunner {
   ~ModelRunner();
 
   // works: decodes (count 1, cached > 0, want_logits) first, then prefill chunks. Returns (R, vocab) float32
-  // logits, one row per work with want_logits, in order.
-  torch::Tensor step(const std::vector<SeqWork>& works);
+  // logits, one row per work with want_logits, in order. decode_ids, when defined ((works.size()) int64 on
+  // the device, a decode-only step): the input ids instead of the works' tokens[cached] — which need not
+  // exist yet: a multi-step decode feeds each step the previous step's draw without a host round trip.
+  torch::Tensor step(const std::vector<SeqWork>& works, const torch::Tensor& decode_ids = {});
   void reset_graphs();
+  // A decode-only step of `batch` sequences replays a CUDA graph.
+  bool decode_graphs_for(int64_t batch) const;
   int64_t graph_replays() const { return graph_replays_; }
   torch::Device device() const { return device_; }
 
  private:
-  torch::Tensor eager_step(const std::vector<SeqWork>& works);
-  torch::Tensor graph_step(const std::vector<SeqWork>& works);
+  torch::Tensor eager_step(const std::vector<SeqWork>& works, const torch::Tensor& decode_ids);
+  torch::Tensor graph_step(const std::vector<SeqWork>& works, const torch::Tensor& decode_ids);
+  // host as an int64 tensor on the device; on CUDA through pinned memory, so the copy is queued on the
+  // stream without waiting for the GPU (a multi-step decode's host runs ahead of its steps).
+  torch::Tensor upload(const std::vector<int64_t>& host) const;
   // The layers on flattened tokens; logits_rows undefined: every row.
   torch::Tensor forward_tokens(const torch::Tensor& ids, StepContext& ctx, const torch::Tensor& logits_rows);
   void set_rope(StepContext& ctx, int64_t max_position);

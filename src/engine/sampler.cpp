@@ -115,9 +115,12 @@ torch::Tensor Sampler::process(const torch::Tensor& logits, const std::vector<Sa
 }
 
 std::vector<SampledToken> Sampler::sample(const torch::Tensor& logits, const std::vector<SamplingRow>& rows) const {
+  if (logits.size(0) == 0) return {};
+  return to_host({draw(logits, rows)}, rows)[0];
+}
+
+DeviceDraw Sampler::draw(const torch::Tensor& logits, const std::vector<SamplingRow>& rows) const {
   const int64_t R = logits.size(0);
-  std::vector<SampledToken> out(static_cast<std::size_t>(R));
-  if (R == 0) return out;
   auto raw = logits.log_softmax(1);
   std::vector<uint32_t> keys;
   std::vector<uint8_t> greedy;
@@ -142,21 +145,36 @@ std::vector<SampledToken> Sampler::sample(const torch::Tensor& logits, const std
   }
   std::vector<torch::Tensor> cols = {token.to(torch::kDouble).unsqueeze(1), samp_lp.to(torch::kDouble).unsqueeze(1),
                                      raw.gather(1, token.unsqueeze(1)).to(torch::kDouble)};
-  if (kmax > 0) {
-    auto [vals, ids] = raw.topk(std::min<int64_t>(kmax, raw.size(1)), 1);
+  const int64_t k = kmax > 0 ? std::min<int64_t>(kmax, raw.size(1)) : 0;
+  if (k > 0) {
+    auto [vals, ids] = raw.topk(k, 1);
     cols.push_back(ids.to(torch::kDouble));
     cols.push_back(vals.to(torch::kDouble));
   }
-  auto host = torch::cat(cols, 1).to(torch::kCPU).contiguous();  // the one sync of the step
-  const int64_t k = kmax > 0 ? std::min<int64_t>(kmax, raw.size(1)) : 0;
-  auto a = host.accessor<double, 2>();
-  for (int64_t r = 0; r < R; ++r) {
-    SampledToken& s = out[static_cast<std::size_t>(r)];
-    s.token = static_cast<int32_t>(a[r][0]);
-    s.logprob = static_cast<float>(a[r][1]);
-    s.raw_logprob = static_cast<float>(a[r][2]);
-    for (int64_t j = 0; j < std::min<int64_t>(k, rows[r].params->top_logprobs); ++j)
-      s.top.push_back({static_cast<int32_t>(a[r][3 + j]), static_cast<float>(a[r][3 + k + j])});
+  return {token, torch::cat(cols, 1), k};
+}
+
+std::vector<std::vector<SampledToken>> Sampler::to_host(const std::vector<DeviceDraw>& draws,
+                                                        const std::vector<SamplingRow>& rows) {
+  std::vector<std::vector<SampledToken>> out;
+  if (draws.empty()) return out;
+  std::vector<torch::Tensor> parts;
+  for (const auto& d : draws) parts.push_back(d.host.flatten());
+  auto host = torch::cat(parts).to(torch::kCPU).contiguous();  // the one sync
+  const double* a = host.data_ptr<double>();
+  for (const auto& d : draws) {
+    const int64_t R = d.host.size(0), C = d.host.size(1), k = d.top;
+    std::vector<SampledToken> step(static_cast<std::size_t>(R));
+    for (int64_t r = 0; r < R; ++r, a += C) {
+      SampledToken& s = step[static_cast<std::size_t>(r)];
+      s.token = static_cast<int32_t>(a[0]);
+      s.logprob = static_cast<float>(a[1]);
+      s.raw_logprob = static_cast<float>(a[2]);
+      for (int64_t j = 0; j < std::min<int64_t>(k, rows[static_cast<std::size_t>(r)].params->top_logprobs);
+           ++j)
+        s.top.push_back({static_cast<int32_t>(a[3 + j]), static_cast<float>(a[3 + k + j])});
+    }
+    out.push_back(std::move(step));
   }
   return out;
 }

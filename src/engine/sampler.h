@@ -39,11 +39,24 @@ uint64_t sample_seed(uint64_t seed, int index);
 // The uniform in (0, 1), strictly, of each 32-bit hash (int64 values in [0, 2^32)): its top 23 bits, centred.
 torch::Tensor uniform_of_hash(const torch::Tensor& h);
 
+// One batched draw still on the device (no sync): what Sampler::to_host turns into SampledTokens.
+struct DeviceDraw {
+  torch::Tensor token;  // (R) int64: the drawn ids (the next step's input ids in a multi-step decode)
+  torch::Tensor host;  // (R, 3 + 2k) float64: token, sampling logprob, raw logprob, k top ids, k top logprobs
+  int64_t top = 0;     // k
+};
+
 class Sampler {
  public:
   Sampler(int64_t vocab_size, torch::Device device);
-  // logits (R, V) float32 on the sampler's device; rows.size() == R.
+  // logits (R, V) float32 on the sampler's device; rows.size() == R. draw() + to_host(): one sync.
   std::vector<SampledToken> sample(const torch::Tensor& logits, const std::vector<SamplingRow>& rows) const;
+  // The draw, queued on the device; rows[r].history is read only for a repetition penalty.
+  DeviceDraw draw(const torch::Tensor& logits, const std::vector<SamplingRow>& rows) const;
+  // Several draws of R rows each (the steps of a multi-step decode) with one device-to-host copy:
+  // result[j][r] is draw j's row r; rows gives each row's top_logprobs.
+  static std::vector<std::vector<SampledToken>> to_host(const std::vector<DeviceDraw>& draws,
+                                                        const std::vector<SamplingRow>& rows);
   // The uniforms (R, V) in (0, 1) for the given keys; exposed for tests.
   torch::Tensor uniforms(const std::vector<uint32_t>& keys) const;
 

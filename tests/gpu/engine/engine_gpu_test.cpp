@@ -277,6 +277,47 @@ TEST(EngineCuda, GreedyEqualsTransformersWithAndWithoutGraphs) {
   }
 }
 
+// Several decode steps per host round trip (EngineOptions::decode_steps, the CUDA default) against one step
+// at a time, in bf16 with graphs: every sequence runs to the same length, so both decode the same batch
+// through the same graph and the tokens and logprobs must be identical, not merely close.
+TEST(EngineCuda, MultiStepDecodeEqualsOneStepAtATimeBitForBit) {
+  if (!have_cuda()) GTEST_SKIP() << "no CUDA device";
+  auto dir = engine_reference();
+  ASSERT_TRUE(dir.ok()) << dir.status().to_string();
+  const auto prompts = json_ids(qwen3_reference(*dir)["prompts"]);
+  std::vector<Request> rs = greedy_requests(prompts, 40);
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    rs[i].sampling.ignore_eos = true;
+    if (i % 2 == 0) continue;
+    rs[i].sampling.temperature = 0.9, rs[i].sampling.top_p = 0.95, rs[i].sampling.n = 3;
+    rs[i].sampling.seed = 11 + i, rs[i].sampling.top_logprobs = 2;
+  }
+  std::vector<std::vector<Sample>> runs;
+  for (int steps : {1, 8}) {
+    EngineOptions o;
+    o.max_model_len = 256;
+    o.decode_steps = steps;
+    auto e = Engine::load(*dir / "qwen3", {"cuda", "bfloat16"}, o);
+    ASSERT_TRUE(e.ok()) << e.status().to_string();
+    std::vector<Sample> samples;
+    for (const auto& out : (*e)->generate(rs))
+      for (const auto& s : out.samples) samples.push_back(s);
+    const auto st = (*e)->stats();
+    std::printf("GPU_RESULT engine decode_steps=%d: steps %ld, multi-step rounds %ld, graph replays %ld\n",
+                steps, static_cast<long>(st.steps), static_cast<long>(st.multi_step_rounds),
+                static_cast<long>(st.cuda_graph_replays));
+    if (steps > 1) EXPECT_GT(st.multi_step_rounds, 0);
+    EXPECT_GT(st.cuda_graph_replays, 0);
+    runs.push_back(samples);
+  }
+  ASSERT_EQ(runs[0].size(), runs[1].size());
+  for (std::size_t i = 0; i < runs[0].size(); ++i) {
+    EXPECT_EQ(runs[1][i].token_ids, runs[0][i].token_ids) << "sample " << i;
+    EXPECT_EQ(runs[1][i].logprobs, runs[0][i].logprobs) << "sample " << i;
+    EXPECT_EQ(runs[1][i].raw_logprobs, runs[0][i].raw_logprobs) << "sample " << i;
+  }
+}
+
 // A trainer updates the weights in place between rollouts (train-rl: the optimizer's step and the bf16 copy of
 // its fp32 masters): graphs captured before the update must decode with the new weights, as an eager engine on
 // the same model does — so the rollouts need no recapture.

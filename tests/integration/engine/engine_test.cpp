@@ -189,6 +189,60 @@ TEST_F(EngineTest, ContinuousBatchingEqualsOneAtATime) {
   EXPECT_EQ(alone[0].samples[0].token_ids, solo[1].samples[2].token_ids);
 }
 
+// Several decode steps per host round trip (EngineOptions::decode_steps): the same tokens, logprobs, top
+// logprobs, stops and finish reasons as one step at a time; the rounds stop short of each request's length,
+// tokens drawn after a stop within a round are dropped, a repetition penalty turns rounds off while it runs.
+TEST_F(EngineTest, MultiStepDecodeEqualsOneStepAtATime) {
+  const Reference ref = reference("qwen3");
+  std::vector<Request> rs(4);
+  rs[0] = greedy_request(ref.prompts[0], 30);
+  rs[0].sampling.stop_token_ids = {ref.greedy[0].at(9)};  // stops inside a round
+  rs[1].prompt_ids = ref.prompts[2];
+  rs[1].sampling.temperature = 0.8, rs[1].sampling.top_p = 0.9, rs[1].sampling.seed = 7, rs[1].sampling.n = 3;
+  rs[1].sampling.max_new_tokens = 27, rs[1].sampling.top_logprobs = 3;
+  rs[2].prompt_ids = ref.prompts[3];
+  rs[2].sampling.temperature = 1.2, rs[2].sampling.top_k = 20, rs[2].sampling.seed = 3;
+  rs[2].sampling.max_new_tokens = 9, rs[2].sampling.repetition_penalty = 1.3;
+  rs[3] = greedy_request(ref.prompts[1], 22);
+  rs[3].sampling.n = 2;
+  auto run = [&](int decode_steps, EngineStats& stats) {
+    EngineOptions o = small_options();
+    o.decode_steps = decode_steps;
+    auto core = core_for(dir_ / "qwen3", o);
+    Outputs outs;
+    for (std::size_t i = 0; i < rs.size(); ++i) add(*core, i, rs[i], outs);
+    for (int step = 0; step < 10000 && core->has_work(); ++step) core->step();
+    stats = core->stats();
+    return outs;
+  };
+  EngineStats one_stats, multi_stats;
+  Outputs one = run(1, one_stats), multi = run(4, multi_stats);
+  ASSERT_EQ(one.size(), rs.size());
+  ASSERT_EQ(multi.size(), rs.size());
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    expect_same_samples(multi[i], one[i], "request " + std::to_string(i));
+    for (std::size_t j = 0; j < one[i].samples.size(); ++j) {
+      const auto &a = multi[i].samples[j].top_logprobs, &b = one[i].samples[j].top_logprobs;
+      ASSERT_EQ(a.size(), b.size());
+      for (std::size_t t = 0; t < a.size(); ++t) {
+        ASSERT_EQ(a[t].size(), b[t].size());
+        for (std::size_t q = 0; q < a[t].size(); ++q) EXPECT_EQ(a[t][q].token_id, b[t][q].token_id);
+      }
+      EXPECT_EQ(multi[i].samples[j].text, one[i].samples[j].text);
+    }
+  }
+  EXPECT_EQ(one[0].samples[0].finish_reason, FinishReason::kStop);
+  const auto& g = ref.greedy[0];
+  const auto first = static_cast<std::size_t>(std::find(g.begin(), g.end(), g[9]) - g.begin());
+  EXPECT_EQ(one[0].samples[0].token_ids, std::vector<int32_t>(g.begin(), g.begin() + first + 1));
+  EXPECT_EQ(one[1].samples[0].top_logprobs.at(0).size(), 3u);
+  EXPECT_EQ(one_stats.multi_step_rounds, 0);
+  EXPECT_GT(multi_stats.multi_step_rounds, 0);
+  EXPECT_LT(multi_stats.multi_step_rounds, multi_stats.steps);
+  EXPECT_EQ(multi_stats.kv_blocks_free, multi_stats.kv_blocks_total);
+  EXPECT_EQ(multi_stats.generated_tokens, one_stats.generated_tokens);
+}
+
 // ---- sampling -------------------------------------------------------------------------------------------
 
 // The sampling distribution the engine should draw from: softmax(l / T) restricted to the smallest
