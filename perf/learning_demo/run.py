@@ -11,7 +11,11 @@
    over the run (PrimeEcho, lesson 38% -> 56% at its scale), MirrorPop's learned share (<= 30%) and the compute
    it saved (lesson 25-35%).
 
-3. With --curve-every K, each variant's RL also saves a checkpoint every K steps and each one is evaluated on the
+3. With --rl-split N, the variants' RL runs on N fresh tasks of the quickstart's grammar (`synth --tasks-only`,
+   decontaminated against the training and the held-out tasks) instead of the SFT tasks, whose answers the SFT
+   model has memorised: a success there shows the skill the held-out split measures, not recall.
+
+4. With --curve-every K, each variant's RL also saves a checkpoint every K steps and each one is evaluated on the
    held-out split: held-out first-turn Pass@1 over RL steps (step 0: the SFT model), with the passing samples
    counted, so a rise can be told from noise.
 
@@ -24,6 +28,7 @@ Stages whose outputs exist are skipped, so a run cut short by a time limit conti
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -104,12 +109,35 @@ def quickstart(args, out):
     return qs, seconds
 
 
-def variant(args, out, qs, name):
+def rl_split(args, out, qs):
+    """N fresh tasks for the variants' RL, decontaminated against the training and held-out tasks: (dir, info)."""
+    split = os.path.join(out, "rl-split")
+    tasks = os.path.join(split, "tasks")
+    if not os.path.exists(os.path.join(out, "rl-split.done")):  # deterministic: a rerun rewrites the same tasks
+        suite = os.path.join(out, "rl-split-suite")  # both splits, as one folder for --exclude-suite
+        shutil.rmtree(suite, ignore_errors=True)
+        for part in ("train", "heldout"):
+            shutil.copytree(os.path.join(qs, "data", part, "tasks"), os.path.join(suite, part))
+        cmd = [args.musacoder, "synth", "--tasks-only", "--out", split, "--count", str(args.rl_split),
+               "--seed", str(1000003 * args.seed + 7), "--backend", args.backend, "--categories", "elementwise",
+               "activation", "--dtypes", "float32", "--exclude-suite", suite, "--no-progress"]
+        code, _ = run(cmd, os.path.join(out, "rl-split.log"))
+        if code != 0:
+            sys.exit("synth --tasks-only for the RL split failed (exit %d): see %s" %
+                     (code, os.path.join(out, "rl-split.log")))
+        open(os.path.join(out, "rl-split.done"), "w").close()
+    count = sum(1 for _, _, files in os.walk(tasks) for f in files if f.endswith(".py"))
+    dropped = os.path.join(split, "decontamination.jsonl")
+    overlaps = sum(1 for _ in open(dropped)) if os.path.exists(dropped) else 0
+    return tasks, {"tasks": count, "draws_dropped_as_overlaps": overlaps}
+
+
+def variant(args, out, qs, name, rl_tasks):
     rl_dir, eval_dir = os.path.join(out, "rl-" + name), os.path.join(out, "eval-" + name)
     seconds = {}
     if not os.path.exists(os.path.join(rl_dir, "config.json")):
         cmd = [args.musacoder, "train-rl", "--base-checkpoint", os.path.join(qs, "sft"),
-               "--tasks", os.path.join(qs, "data", "train", "tasks"), "--output-dir", rl_dir, "--overwrite",
+               "--tasks", rl_tasks, "--output-dir", rl_dir, "--overwrite",
                "--backend", args.backend, "--device", args.backend, "--build-path", "lean",
                "--reward-env-workers", str(args.verify_workers), "--samples-per-prompt", str(args.rl_samples),
                "--prompts-per-step", str(args.rl_prompts), "--max-turns", "2", "--max-steps", str(args.rl_steps),
@@ -211,7 +239,10 @@ def write_report(out, report, echo=False):
     for p in report["quickstart"].get("points", []):
         lines.append("| %s | %s | %s | %s | %s |" % (p["stage"], pct(p["pass_at_1"]), pct(p["pass_at_k"]),
                                                      pct(p["avg_at_k"]), pct(p["fast_1"])))
-    lines += ["", "Ablation (same SFT model, seed, steps and budget):", "",
+    split = report.get("rl_split")
+    where = ("%d fresh tasks decontaminated against both splits (%d draws dropped as overlaps)" % (
+        split["tasks"], split["draws_dropped_as_overlaps"]) if split else "the SFT tasks")
+    lines += ["", "Ablation (same SFT model, seed, steps and budget; RL on %s):" % where, "",
               "| variant | held-out Pass@1 | Pass@k | first-turn pass (1st half → 2nd half of RL) | BDR recovered share"
               " | MirrorPop learned share | compute saved | s/step |", "|---|---|---|---|---|---|---|---|"]
     for name, v in report["ablation"].items():
@@ -255,11 +286,13 @@ def main():
     ap.add_argument("--bundled", action="store_true", help="also evaluate each RL model on the bundled suite")
     ap.add_argument("--curve-every", type=int, default=0,
                     help="checkpoint each variant's RL every K steps and evaluate each checkpoint on the held-out split")
+    ap.add_argument("--rl-split", type=int, default=0,
+                    help="the variants' RL on this many fresh tasks (decontaminated against both splits); 0: the SFT tasks")
     ap.add_argument("--quickstart-rl-steps", type=int,
                     help="RL steps of the quickstart's own run (default: --rl-steps); the variants run --rl-steps")
     args = ap.parse_args()
-    if args.curve_every < 0:
-        ap.error("--curve-every must be >= 0")
+    if args.curve_every < 0 or args.rl_split < 0:
+        ap.error("--curve-every and --rl-split must be >= 0")
     unknown = [v for v in args.variants.split(",") if v and v not in VARIANTS]
     if unknown:
         ap.error("unknown variants: " + ", ".join(unknown))
@@ -271,8 +304,11 @@ def main():
     with open(os.path.join(qs, "summary.json")) as f:
         report = {"base_model": args.base_model, "k": args.samples, "args": vars(args), "quickstart": json.load(f),
                   "quickstart_seconds": qs_seconds, "ablation": {}}
+    rl_tasks = os.path.join(qs, "data", "train", "tasks")
+    if args.rl_split > 0:
+        rl_tasks, report["rl_split"] = rl_split(args, args.out, qs)
     for name in [v for v in args.variants.split(",") if v]:
-        report["ablation"][name] = variant(args, args.out, qs, name)
+        report["ablation"][name] = variant(args, args.out, qs, name, rl_tasks)
         write_report(args.out, report)  # after each variant: a cut-short run keeps what it has
     write_report(args.out, report, echo=True)
     return 0
