@@ -194,6 +194,53 @@ struct Accumulator {
   }
 };
 
+// Merges the partitions that hold context for query heads head0 .. head0 + count - 1 of sequence seq: per
+// head (a warp each) the global max and 1 / sum into gm and inv (shared, kMaxGroup each), then every output
+// element. Reads the partials through L2 (__ldcg): other blocks wrote them.
+template <typename T>
+__device__ void merge_run(const PagedDecodeArgs& a, int seq, int head0, int count, float* gm, float* inv) {
+  const int D = a.head_dim, parts = (a.context_lens[seq] + a.partition_size - 1) / a.partition_size;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  auto base = [&](int g) { return (static_cast<int64_t>(seq) * a.heads + head0 + g) * a.partitions; };
+  for (int g = warp; g < count; g += blockDim.x / 32) {
+    float mx = -FLT_MAX;
+    for (int p = lane; p < parts; p += 32) mx = fmaxf(mx, __ldcg(a.partial_max + base(g) + p));
+    mx = warp_max(mx);
+    float sum = 0.f;
+    for (int p = lane; p < parts; p += 32)
+      sum += __ldcg(a.partial_sum + base(g) + p) * __expf(__ldcg(a.partial_max + base(g) + p) - mx);
+    sum = warp_sum(sum);
+    if (lane == 0) gm[g] = mx, inv[g] = 1.f / sum;
+  }
+  __syncthreads();
+  T* out = static_cast<T*>(a.out) + (static_cast<int64_t>(seq) * a.heads + head0) * D;
+  for (int i = threadIdx.x; i < count * D; i += blockDim.x) {
+    const int g = i / D, d = i % D;
+    float o = 0.f;
+    for (int p = 0; p < parts; ++p)
+      o +=
+          __ldcg(a.partial_out + (base(g) + p) * D + d) * __expf(__ldcg(a.partial_max + base(g) + p) - gm[g]);
+    out[i] = from_float<T>(o * inv[g]);
+  }
+}
+
+// The ticket of a partition block that has written its partials: true for the last of its (sequence, head
+// run) to finish, which then resets the counter for the next launch. Every thread's writes are fenced first.
+__device__ bool last_to_finish(const PagedDecodeArgs& a, int seq, int ctx) {
+  __shared__ int last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int* counter = a.counters + static_cast<int64_t>(seq) * gridDim.y + blockIdx.y;
+    const int parts = (ctx + a.partition_size - 1) / a.partition_size;
+    last = atomicAdd(counter, 1) == parts - 1;
+    if (last) atomicExch(counter, 0);
+  }
+  __syncthreads();
+  if (last) __threadfence();  // the other blocks' partials, fenced before their tickets, are visible now
+  return last;
+}
+
 // One block: one (partition, run of query heads of one kv head, sequence). K and V tiles of kTile positions
 // stream through two shared-memory stages (the next tile's copy in flight while this one is used); per tile
 // the logits, an online-softmax update and Σ p·v.
@@ -246,25 +293,16 @@ __global__ void __launch_bounds__(kThreads) partition_kernel(PagedDecodeArgs a) 
     __syncthreads();  // the stage is refilled two tiles on; p is rewritten by the next tile
   }
   acc.write(b, part);
+  if (a.counters == nullptr || !last_to_finish(a, seq, ctx)) return;
+  merge_run<T>(a, seq, b.heads.head0, b.heads.count, b.m,
+               b.l);  // m and l were read by write() before the fence
 }
 
-// One block per (head, sequence): merges the partitions that hold context.
+// One block per (head, sequence) when there are no ticket counters: merges the partitions that hold context.
 template <typename T>
 __global__ void merge_kernel(PagedDecodeArgs a) {
-  const int head = blockIdx.x, seq = blockIdx.y, D = a.head_dim;
-  const int parts = (a.context_lens[seq] + a.partition_size - 1) / a.partition_size;
-  const int64_t base = (static_cast<int64_t>(seq) * a.heads + head) * a.partitions;
-  float gmax = -FLT_MAX;
-  for (int p = 0; p < parts; ++p) gmax = fmaxf(gmax, a.partial_max[base + p]);
-  float sum = 0.f;
-  for (int p = 0; p < parts; ++p) sum += a.partial_sum[base + p] * __expf(a.partial_max[base + p] - gmax);
-  const float inv = 1.f / sum;
-  T* out = static_cast<T*>(a.out) + (static_cast<int64_t>(seq) * a.heads + head) * D;
-  for (int d = threadIdx.x; d < D; d += blockDim.x) {
-    float o = 0.f;
-    for (int p = 0; p < parts; ++p) o += a.partial_out[(base + p) * D + d] * __expf(a.partial_max[base + p] - gmax);
-    out[d] = from_float<T>(o * inv);
-  }
+  __shared__ float gm[1], inv[1];
+  merge_run<T>(a, blockIdx.y, blockIdx.x, 1, gm, inv);
 }
 
 #ifndef MUSACODER_CUDA_EMULATION
@@ -279,7 +317,7 @@ cudaError_t launch_typed(const PagedDecodeArgs& a, cudaStream_t stream) {
   const int group = a.heads / a.kv_heads, splits = (group + kMaxGroup - 1) / kMaxGroup;
   const size_t bytes = Smem{D, int(sizeof(T)), a.partition_size}.bytes();
   partition_kernel<T, D><<<dim3(a.partitions, a.kv_heads * splits, a.batch), kThreads, bytes, stream>>>(a);
-  merge_kernel<T><<<dim3(a.heads, a.batch), 128, 0, stream>>>(a);
+  if (a.counters == nullptr) merge_kernel<T><<<dim3(a.heads, a.batch), 128, 0, stream>>>(a);
   return cudaGetLastError();
 }
 
@@ -316,6 +354,10 @@ int paged_decode_partition_size(int batch, int heads, int kv_heads) {
   const int64_t blocks_per_partition =
       int64_t(batch) * kv_heads * ((heads / kv_heads + kMaxGroup - 1) / kMaxGroup);
   return blocks_per_partition <= 16 ? 64 : blocks_per_partition <= 128 ? 128 : kPagedDecodeMaxPartition;
+}
+
+int64_t paged_decode_counter_count(int batch, int heads, int kv_heads) {
+  return int64_t(batch) * kv_heads * ((heads / kv_heads + kMaxGroup - 1) / kMaxGroup);
 }
 
 int paged_decode_launch(const PagedDecodeArgs& a, void* stream) {

@@ -7,11 +7,12 @@
 // head. A block of 128 threads streams its partition through two shared-memory stages of 32 positions
 // (cp.async: the next tile's rows are in flight while this one is used); per tile the logits (4 lanes per
 // position), an online-softmax update (a warp per head) and Σ p·v (threads over 16-byte chunks of the output,
-// heads spread over the rest). It writes each head's unnormalised output, max and sum for the partition; a
-// second kernel merges the partitions. The partition size follows the launch's shape
-// (paged_decode_partition_size): small when few (sequence, kv head) pairs would leave most multiprocessors
-// idle. Positions beyond a sequence's context are never read, so padding rows of a graph (context 1 on the
-// null block) cost one position.
+// heads spread over the rest). It writes each head's unnormalised output, max and sum for the partition; the
+// last block of a (sequence, head run) to finish — counted by an atomic ticket — merges the partitions (one
+// kernel a layer). Without ticket counters (PagedDecodeArgs::counters) a second kernel merges. The partition
+// size follows the launch's shape (paged_decode_partition_size): small when few (sequence, kv head) pairs
+// would leave most multiprocessors idle. Positions beyond a sequence's context are never read, so padding
+// rows of a graph (context 1 on the null block) cost one position.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,7 @@
 namespace musacoder::engine {
 
 constexpr int kPagedDecodeMaxPartition = 256;  // positions per block at most
+constexpr int64_t kPagedDecodeCounters = 1 << 16;  // ticket counters per device
 
 struct PagedDecodeArgs {
   void* out = nullptr;             // (B, H, D), q's dtype
@@ -30,6 +32,10 @@ struct PagedDecodeArgs {
   float* partial_out = nullptr;    // (B, H, partitions, D) workspace
   float* partial_max = nullptr;    // (B, H, partitions)
   float* partial_sum = nullptr;    // (B, H, partitions)
+  // (B, kv heads × runs of kMaxGroup query heads) int32, all 0 (paged_decode_counters): the partition blocks
+  // of each (sequence, head run) take tickets, the last merges and sets its counter back to 0. null: a merge
+  // kernel instead.
+  int* counters = nullptr;
   int batch = 0, heads = 0, kv_heads = 0, head_dim = 0, block_size = 0, max_blocks = 0, partitions = 0;
   int partition_size =
       kPagedDecodeMaxPartition;  // positions per partition: a multiple of 32, at most the max
@@ -43,6 +49,8 @@ bool paged_decode_supports_head_dim(int head_dim);
 int paged_decode_partition_size(int batch, int heads, int kv_heads);
 // Returns the cudaError_t of the launches (0: success). stream: a cudaStream_t.
 int paged_decode_launch(const PagedDecodeArgs& args, void* stream);
+// Ticket counters a launch of this shape needs (PagedDecodeArgs::counters).
+int64_t paged_decode_counter_count(int batch, int heads, int kv_heads);
 
 }  // namespace musacoder::engine
 
@@ -59,6 +67,10 @@ torch::Tensor paged_decode_cuda(const torch::Tensor& q, const torch::Tensor& k_p
                                 const torch::Tensor& block_tables, const torch::Tensor& context_lens, double scale);
 // The launchers' dtype code (PagedDecodeArgs::dtype, FusedArgs::dtype): model/kernel_dtype.h.
 using model::kernel_dtype_code;
+// The device's ticket counters (zeroed once, kept for the process: captured graphs hold their address), or
+// null when a launch needs more than the kPagedDecodeCounters there are or the stream is capturing and they
+// do not exist yet — then the merge kernel runs.
+int* paged_decode_counters(int device, int64_t needed, void* stream);
 // Free memory of a CUDA device in bytes (cudaMemGetInfo, after emptying the caching allocator's cache).
 int64_t cuda_free_bytes(int device);
 }  // namespace musacoder::engine

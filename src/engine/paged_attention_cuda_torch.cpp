@@ -4,9 +4,33 @@
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
 
+#include <array>
+#include <mutex>
+
 #include "engine/paged_attention_cuda.h"
 
 namespace musacoder::engine {
+
+int* paged_decode_counters(int device, int64_t needed, void* stream) {
+  static std::mutex mu;
+  static std::array<int*, 64> counters{};  // per device, never freed: graphs captured with them replay later
+  if (needed > kPagedDecodeCounters || device < 0 || device >= static_cast<int>(counters.size()))
+    return nullptr;
+  std::lock_guard lock(mu);
+  int*& c = counters[static_cast<std::size_t>(device)];
+  if (c != nullptr) return c;
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &capturing) != cudaSuccess ||
+      capturing != cudaStreamCaptureStatusNone)
+    return nullptr;  // no allocation inside a capture; the engine's eager warm-up step comes first anyway
+  int* fresh = nullptr;
+  if (cudaMalloc(&fresh, kPagedDecodeCounters * sizeof(int)) != cudaSuccess) return nullptr;
+  if (cudaMemset(fresh, 0, kPagedDecodeCounters * sizeof(int)) != cudaSuccess) {
+    cudaFree(fresh);
+    return nullptr;
+  }
+  return c = fresh;
+}
 
 torch::Tensor paged_decode_cuda(const torch::Tensor& q, const torch::Tensor& k_pages, const torch::Tensor& v_pages,
                                 const torch::Tensor& block_tables, const torch::Tensor& context_lens, double scale) {
@@ -42,7 +66,10 @@ torch::Tensor paged_decode_cuda(const torch::Tensor& q, const torch::Tensor& k_p
   a.partition_size = partition_size;
   a.scale = static_cast<float>(scale);
   a.dtype = kernel_dtype_code(q, "paged_decode_cuda");
-  const int err = paged_decode_launch(a, c10::cuda::getCurrentCUDAStream().stream());
+  cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
+  a.counters =
+      paged_decode_counters(q.get_device(), paged_decode_counter_count(a.batch, a.heads, a.kv_heads), stream);
+  const int err = paged_decode_launch(a, stream);
   TORCH_CHECK(err == 0, "paged_decode_cuda: launch failed (cudaError ", err, ")");
   return out;
 }

@@ -82,6 +82,22 @@ inline float __shfl_xor_sync(unsigned, float v, int mask) {
   w.bar.arrive_and_wait();
   return r;
 }
+// Global-memory atomics and fences: blocks run one at a time, so plain operations are atomic; the fence
+// orders nothing that is not ordered already. __ldcg (a load that skips L1) is a load.
+inline int atomicAdd(int* p, int v) {
+  const int old = *p;
+  *p = old + v;
+  return old;
+}
+inline int atomicExch(int* p, int v) {
+  const int old = *p;
+  *p = v;
+  return old;
+}
+inline void __threadfence() {}
+inline float __ldcg(const float* p) {
+  return *p;
+}
 inline void __pipeline_memcpy_async(void* dst, const void* src, size_t n) {
   std::memcpy(dst, src, n);
 }
@@ -132,8 +148,10 @@ inline float warp_sum(float x) {
 namespace cuda_emulation {
 // kernel() over `grid`, `threads` (a multiple of 32) per block, one block at a time, with `shared_bytes` of
 // dynamic shared memory filled with 0xFF before each block (NaN floats wherever a kernel reads what it did
-// not write).
-inline void launch(Dim3 grid, unsigned threads, size_t shared_bytes, const std::function<void()>& kernel) {
+// not write). Blocks run in index order (x fastest), or in reverse order with `reversed` — a GPU promises
+// neither, so a kernel whose blocks coordinate is run both ways.
+inline void launch(Dim3 grid, unsigned threads, size_t shared_bytes, const std::function<void()>& kernel,
+                   bool reversed = false) {
   Block state(threads);
   std::barrier<> between{threads};
   const unsigned blocks = grid.x * grid.y * grid.z;
@@ -144,7 +162,8 @@ inline void launch(Dim3 grid, unsigned threads, size_t shared_bytes, const std::
       threadIdx = {t, 0, 0};
       blockDim = {threads, 1, 1};
       gridDim = grid;
-      for (unsigned b = 0; b < blocks; ++b) {
+      for (unsigned i = 0; i < blocks; ++i) {
+        const unsigned b = reversed ? blocks - 1 - i : i;
         if (t == 0) state.smem.assign(shared_bytes + 16, 0xFF);
         between.arrive_and_wait();
         blockIdx = {b % grid.x, b / grid.x % grid.y, b / (grid.x * grid.y)};

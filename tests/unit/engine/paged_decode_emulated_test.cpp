@@ -82,10 +82,15 @@ struct Problem {
   }
 };
 
-// Runs the partition and merge kernels on the problem; returns the largest error against the reference
-// (infinity for a NaN).
+// How the partitions are merged: by the merge kernel, or by the last partition block of each (sequence, head
+// run) to take a ticket, with the blocks run in index order or in reverse (so the last to finish is once the
+// last partition and once the first).
+enum class Merge { kKernel, kTickets, kTicketsReversed };
+
+// Runs the partition kernel (and the merge kernel) on the problem; returns the largest error against the
+// reference (infinity for a NaN).
 template <typename T, int D>
-double max_error(const Case& c, std::mt19937& rng) {
+double max_error(const Case& c, std::mt19937& rng, Merge merge) {
   Problem<T> p(c, D, rng);
   const int P = c.partition, partitions = (p.max_blocks * p.bs + P - 1) / P;
   std::vector<float> part_out(size_t(p.B) * p.H * partitions * D, NAN),
@@ -99,9 +104,16 @@ double max_error(const Case& c, std::mt19937& rng) {
   a.max_blocks = p.max_blocks, a.partitions = partitions, a.partition_size = P;
   a.scale = 1.0f / std::sqrt(float(D));
   const int splits = (p.H / p.Hkv + kMaxGroup - 1) / kMaxGroup;
-  cuda_emulation::launch({unsigned(partitions), unsigned(p.Hkv * splits), unsigned(p.B)}, kThreads,
-                         Smem{D, int(sizeof(T)), P}.bytes(), [&] { partition_kernel<T, D>(a); });
-  cuda_emulation::launch({unsigned(p.H), unsigned(p.B), 1}, 128, 0, [&] { merge_kernel<T>(a); });
+  std::vector<int> counters(size_t(p.B) * p.Hkv * splits, 0);
+  if (merge != Merge::kKernel) a.counters = counters.data();
+  cuda_emulation::launch(
+      {unsigned(partitions), unsigned(p.Hkv * splits), unsigned(p.B)}, kThreads,
+      Smem{D, int(sizeof(T)), P}.bytes(), [&] { partition_kernel<T, D>(a); },
+      merge == Merge::kTicketsReversed);
+  if (merge == Merge::kKernel)
+    cuda_emulation::launch({unsigned(p.H), unsigned(p.B), 1}, 128, 0, [&] { merge_kernel<T>(a); });
+  for (int n : counters)
+    if (n != 0) return INFINITY;  // a counter not set back to 0 would break the next launch
   const std::vector<double> want = p.reference(a.scale);
   double err = 0;
   for (size_t i = 0; i < want.size(); ++i) {
@@ -115,7 +127,7 @@ TEST(PagedDecodeKernelEmulated, EqualsAttentionInDoubleOverThePages) {
   std::mt19937 rng(7);
   struct Run {
     const char* what;
-    double (*fn)(const Case&, std::mt19937&);
+    double (*fn)(const Case&, std::mt19937&, Merge);
     Case c;
     double tolerance;
   };
@@ -133,10 +145,13 @@ TEST(PagedDecodeKernelEmulated, EqualsAttentionInDoubleOverThePages) {
       {"bf16 G=20: two runs of heads", max_error<__nv_bfloat16, 128>, {40, 2, 16, {31, 65, 200}, 128}, 2e-2},
       {"fp32 D=160 (20 chunks a row)", max_error<float, 160>, {6, 2, 16, {65, 64, 63, 213}, 64}, 2e-5},
   };
+  const char* merges[] = {"merge kernel", "tickets", "tickets, blocks reversed"};
   for (const auto& r : runs) {
-    const double err = r.fn(r.c, rng);
-    EXPECT_LE(err, r.tolerance) << r.what;
-    std::printf("%-32s max abs error %.3g\n", r.what, err);
+    for (Merge m : {Merge::kKernel, Merge::kTickets, Merge::kTicketsReversed}) {
+      const double err = r.fn(r.c, rng, m);
+      EXPECT_LE(err, r.tolerance) << r.what << ", " << merges[static_cast<int>(m)];
+      std::printf("%-32s %-25s max abs error %.3g\n", r.what, merges[static_cast<int>(m)], err);
+    }
   }
 }
 
