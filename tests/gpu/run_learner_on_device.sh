@@ -31,6 +31,10 @@
 #                    .realsubs/KernelBench, carried), shimmed back, references loaded and run (KB_PER_LEVEL)
 #   realsubs         #29's real KernelBench submissions through mooreeval eval-batch on cuda (REALSUBS_SAMPLES,
 #                    default .realsubs/samples; tasks in .realsubs/tasks; dev/real_submissions/fetch.sh makes both)
+#   synth            tests/gpu/synth_bg.sh: #24's verified CUDA pairs (musacoder synth, SYNTH_COUNT, default 10,000)
+#                    detached and waited on like demo; resumes from a carried .synthstate/; its state comes back
+#   synthcheck       perf/synth_gpu/reverify.py: REVERIFY_COUNT (1,000) of the finished run's pairs re-verified by a
+#                    second MooreEval run with a build cache of its own
 #   cudaunit         the unit tests that also run on CUDA when a device is there (ChunkedLmLoss.*, AdamW.*)
 #   extra            bash -c "$EXTRA" (an experiment of the session; output in $OUT/extra.log)
 # Usage there: source .devdeps/unpack && STEPS="build-gpu-tests gpu-tests build-rest train" bash tests/gpu/run_learner_on_device.sh
@@ -121,6 +125,11 @@ for step in $STEPS; do
       tail -30 "$OUT/quickstart.log" ;;
     demo) BUILD_DIR="$BUILD" WAIT=$(($(left) - 15)) OUT="$OUT" bash tests/gpu/demo_bg.sh ;;
     kbeval) BUILD_DIR="$BUILD" WAIT=$(($(left) - 15)) OUT="$OUT" bash tests/gpu/kb_eval_bg.sh ;;
+    synth) BUILD_DIR="$BUILD" WAIT=$(($(left) - 20)) OUT="$OUT" bash tests/gpu/synth_bg.sh ;;
+    synthcheck) run synthcheck 560 python3 perf/synth_gpu/reverify.py --run /tmp/synth_gpu/out \
+      --mooreeval "$BUILD"/tools/mooreeval/mooreeval --backend cuda --count "${REVERIFY_COUNT:-1000}" \
+      --json "$OUT/reverify.json"
+      tail -25 "$OUT/synthcheck.log" ;;
     realsubs) run realsubs 400 "$BUILD"/tools/mooreeval/mooreeval eval-batch --backend cuda --tasks .realsubs/tasks \
       --samples "${REALSUBS_SAMPLES:-.realsubs/samples}" --workers "${WORKERS:-8}" --out "$OUT/realsubs.jsonl"
       python3 -c 'import json, sys
