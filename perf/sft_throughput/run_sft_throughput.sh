@@ -6,7 +6,8 @@
 # precision schemes (sft_throughput_reference.py --precision: pure bf16, the default; or float32 masters under
 # autocast, as ours). TRACE_DIR=DIR: each program also traces two steps with the PyTorch profiler
 # (DIR/sft_musacoder[_ckpt].json, DIR/sft_transformers_PRECISION[_ckpt].json) and the GPU kernel summary of each
-# (perf/common/trace_summary.py --per 2) is printed after the table.
+# (perf/common/trace_summary.py --per 2) is printed after the table. ONE_PASS=1 also runs ours with the one-pass
+# AdamW kernel (--one-pass-adamw: AdamWOptions::one_pass_kernel) after the default.
 set -uo pipefail
 BUILD="${1:-build}"; shift || true
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -28,6 +29,10 @@ for mode in ${MODES:-off on}; do
   # Each result is printed as soon as its program ends: a run cut short by a time limit keeps what it has.
   results+=("$("$BUILD"/perf/sft_throughput/sft_throughput_bench $ckpt "${ours[@]}" "$@" | tail -1)")
   echo "${results[-1]}"
+  if [ -n "${ONE_PASS:-}" ]; then
+    results+=("$("$BUILD"/perf/sft_throughput/sft_throughput_bench $ckpt --one-pass-adamw "$@" | tail -1)")
+    echo "${results[-1]}"
+  fi
   for precision in ${REF_PRECISIONS:-bf16}; do
     ref=()
     if [ -n "${TRACE_DIR:-}" ]; then
@@ -45,11 +50,13 @@ print(f"{'checkpointing':>13} {'impl':>16} {'tokens/s':>10} {'MFU':>6} {'peak Gi
 for r in rows:
     print(f"{str(r['checkpointing']):>13} {r['impl']:>16} {r['tokens_per_second']:>10.0f} {r['mfu']:>6.1%} {r['peak_memory_gib']:>9.1f}")
 for ck in (False, True):
-    ours = [r for r in rows if r["impl"] == "musacoder" and r["checkpointing"] == ck]
-    for impl in ("transformers", "transformers_amp"):
-        ref = [r for r in rows if r["impl"] == impl and r["checkpointing"] == ck]
-        if ours and ref:
-            print(f"checkpointing={ck}: ours/{impl} tokens/s = {ours[0]['tokens_per_second'] / ref[0]['tokens_per_second']:.2f}x")
+    for mine in ("musacoder", "musacoder_one_pass"):
+        ours = [r for r in rows if r["impl"] == mine and r["checkpointing"] == ck]
+        for impl in ("transformers", "transformers_amp", "musacoder"):
+            ref = [r for r in rows if r["impl"] == impl and r["checkpointing"] == ck]
+            if ours and ref and impl != mine:
+                print(f"checkpointing={ck}: {mine}/{impl} tokens/s = "
+                      f"{ours[0]['tokens_per_second'] / ref[0]['tokens_per_second']:.2f}x")
 PY
 for t in "${traces[@]}"; do
   echo "== $t"

@@ -25,7 +25,7 @@ namespace {
 struct Flags {
   int64_t hidden = 1536, intermediate = 8960, layers = 28, heads = 12, kv_heads = 2, vocab = 151936;
   int64_t seq = 4096, batch = 1, steps = 10, warmup = 3;
-  bool checkpointing = false;
+  bool checkpointing = false, one_pass = false;
   std::string trace;
   double peak_tflops = 989.0;  // H100/H200 SXM dense bf16
 };
@@ -64,6 +64,8 @@ int main(int argc, char** argv) {
   app.add_flag("--gradient-checkpointing", f.checkpointing);
   app.add_option("--peak-tflops", f.peak_tflops);
   app.add_option("--trace", f.trace, "also trace two steps with the PyTorch profiler into this file");
+  app.add_flag("--one-pass-adamw", f.one_pass,
+               "AdamWOptions::one_pass_kernel (the one-kernel optimizer step)");
   CLI11_PARSE(app, argc, argv);
   if (!torch::cuda::is_available()) {
     std::fprintf(stderr, "sft_throughput: needs a CUDA device\n");
@@ -81,7 +83,9 @@ int main(int argc, char** argv) {
     params.push_back({p.key(), p.value()});
     n_params += p.value().numel();
   }
-  train::AdamW opt(params, {0.9, 0.95, 1e-8, 0.0, true});
+  train::AdamWOptions ao{0.9, 0.95, 1e-8, 0.0, true};
+  ao.one_pass_kernel = f.one_pass;
+  train::AdamW opt(params, ao);
   train::TrainingForward fwd(c);
   const int64_t chunk = train::lm_loss_chunk_rows(c.vocab_size);
   torch::Tensor ids = torch::randint(0, c.vocab_size, {f.batch, f.seq}, torch::TensorOptions().device(dev).dtype(torch::kLong));
@@ -117,10 +121,11 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 2; ++i) step();
     torch::cuda::synchronize();
   }
-  std::printf("{\"impl\": \"musacoder\", \"checkpointing\": %s, \"seq\": %lld, \"tokens_per_second\": %.1f, "
-              "\"mfu\": %.4f, \"peak_memory_gib\": %.2f, \"loss\": %.4f, \"params\": %lld}\n",
-              f.checkpointing ? "true" : "false", static_cast<long long>(f.seq), tps,
-              tps * per_token / (f.peak_tflops * 1e12), peak_gib, loss.item<double>(),
-              static_cast<long long>(n_params));
+  std::printf(
+      "{\"impl\": \"%s\", \"checkpointing\": %s, \"seq\": %lld, \"tokens_per_second\": %.1f, "
+      "\"mfu\": %.4f, \"peak_memory_gib\": %.2f, \"loss\": %.4f, \"params\": %lld}\n",
+      f.one_pass ? "musacoder_one_pass" : "musacoder", f.checkpointing ? "true" : "false",
+      static_cast<long long>(f.seq), tps, tps * per_token / (f.peak_tflops * 1e12), peak_gib,
+      loss.item<double>(), static_cast<long long>(n_params));
   return 0;
 }

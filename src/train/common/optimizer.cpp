@@ -4,6 +4,9 @@
 #include <optional>
 
 #include "core/check.h"
+#ifdef MUSACODER_HAVE_TRAIN_CUDA_KERNELS
+#include "train/common/adamw_cuda.h"
+#endif
 
 namespace musacoder::train {
 namespace {
@@ -19,6 +22,7 @@ AdamW::AdamW(std::vector<NamedParam> params, AdamWOptions options, std::vector<b
   const std::size_t n = params_.size();
   grad32_.resize(n);
   grad32_stale_.assign(n, true);
+  pending_.resize(n);
   master_.resize(n);
   exp_avg_.resize(n);
   exp_avg_sq_.resize(n);
@@ -37,14 +41,26 @@ AdamW::AdamW(std::vector<NamedParam> params, AdamWOptions options, std::vector<b
 
 void AdamW::accumulate_grads() {
   torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> cast_to, cast_from;  // pending gradients meeting a second backward
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    if (pending_[i].defined() && params_[i].param.grad().defined()) {
+      cast_to.push_back(grad32_[i]);
+      cast_from.push_back(pending_[i]);
+      pending_[i] = torch::Tensor();
+      grad32_stale_[i] = false;
+    }
+  }
+  if (!cast_to.empty()) at::_foreach_copy_(cast_to, cast_from);
   // One multi-tensor kernel for the casts of the first backward since the step (torch's _foreach_copy_ takes
   // a bf16 source list into an fp32 list); later backwards add tensor by tensor. cast_from keeps the cleared
-  // gradients alive until the copy.
-  std::vector<torch::Tensor> cast_to, cast_from;
+  // gradients alive until the copy. With the one-pass kernel the first backward's gradient stays as it is.
+  cast_to.clear(), cast_from.clear();
   for (std::size_t i = 0; i < params_.size(); ++i) {
     torch::Tensor& p = params_[i].param;
     if (!grad32_[i].defined() || !p.grad().defined()) continue;
-    if (grad32_stale_[i]) {
+    if (grad32_stale_[i] && options_.one_pass_kernel && owned_[i] && p.is_cuda()) {
+      pending_[i] = p.grad();
+    } else if (grad32_stale_[i]) {
       cast_to.push_back(grad32_[i]);
       cast_from.push_back(p.grad());
       grad32_stale_[i] = false;
@@ -56,25 +72,46 @@ void AdamW::accumulate_grads() {
   if (!cast_to.empty()) at::_foreach_copy_(cast_to, cast_from);
 }
 
-std::vector<torch::Tensor> AdamW::grads() {
+void AdamW::materialize_pending() {
+  std::vector<torch::Tensor> to, from;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    if (!pending_[i].defined()) continue;
+    to.push_back(grad32_[i]);
+    from.push_back(pending_[i]);
+    pending_[i] = torch::Tensor();
+    grad32_stale_[i] = false;
+  }
+  if (!to.empty()) at::_foreach_copy_(to, from);
+}
+
+std::vector<torch::Tensor> AdamW::current_grads() {
   std::vector<torch::Tensor> out;
   for (std::size_t i = 0; i < params_.size(); ++i) {
-    if (grad32_[i].defined()) {
+    if (pending_[i].defined()) {
+      out.push_back(pending_[i]);
+    } else if (grad32_[i].defined()) {
       if (grad32_stale_[i]) grad32_[i].zero_(), grad32_stale_[i] = false;  // no backward reached it
       out.push_back(grad32_[i]);
-      continue;
+    } else {
+      torch::Tensor& p = params_[i].param;
+      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+      out.push_back(p.grad());
     }
-    torch::Tensor& p = params_[i].param;
-    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
-    out.push_back(p.grad());
   }
   return out;
 }
 
+std::vector<torch::Tensor> AdamW::grads() {
+  materialize_pending();
+  return current_grads();
+}
+
 torch::Tensor AdamW::clip_grad_norm(double max_norm) {
   torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> g = grads();
-  torch::Tensor total = torch::stack(at::_foreach_norm(g)).norm();
+  // The fused paths read pending low-precision gradients as they are (norms accumulated in float32); the
+  // reference path scales float32 copies in place.
+  std::vector<torch::Tensor> g = options_.fused ? current_grads() : grads();
+  torch::Tensor total = torch::stack(at::_foreach_norm(g, 2, torch::kFloat)).norm();
   if (max_norm > 0 && options_.fused) {
     grad_scale_ = ((total + 1e-6) / max_norm).clamp_min(1.0).to(torch::kFloat);
   } else if (max_norm > 0) {
@@ -118,18 +155,52 @@ void AdamW::update(const std::vector<std::size_t>& which, double lr, double wd) 
   }
 }
 
+std::vector<std::size_t> AdamW::one_pass_update(double lr) {
+#ifdef MUSACODER_HAVE_TRAIN_CUDA_KERNELS
+  if (!options_.one_pass_kernel) return {};
+  std::vector<torch::Tensor> g = current_grads();
+  std::vector<detail::AdamWItem> items;
+  std::vector<std::size_t> which;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const torch::Tensor& p = params_[i].param;
+    if (!owned_[i] || !low_precision(p)) continue;
+    detail::AdamWItem item{
+        p, master_[i], exp_avg_[i], exp_avg_sq_[i], g[i], p.dim() >= 2 ? options_.weight_decay : 0.0};
+    if (!detail::cuda_adamw_takes(item) ||
+        (!items.empty() && p.scalar_type() != items[0].param.scalar_type()))
+      continue;  // the torch path updates it
+    items.push_back(std::move(item));
+    which.push_back(i);
+  }
+  if (items.empty()) return {};
+  std::vector<torch::Tensor> s;
+  for (std::size_t i : which) s.push_back(steps_[i]);
+  at::_foreach_add_(s, 1.0);  // the checkpointed counters, as the torch path keeps them
+  host_step_ = host_step_ < 0 ? static_cast<int64_t>(steps_[which[0]].item<double>()) : host_step_ + 1;
+  detail::cuda_adamw_step(items, lr, options_.beta1, options_.beta2, options_.eps, host_step_, grad_scale_);
+  return which;
+#else
+  (void)lr;
+  return {};
+#endif
+}
+
 void AdamW::step(double lr) {
   torch::NoGradGuard no_grad;
+  std::vector<bool> done(params_.size(), false);  // updated (and rounded into the parameter) by the kernel
+  for (std::size_t i : one_pass_update(lr)) done[i] = true;
   std::vector<std::size_t> decay, no_decay;
   for (std::size_t i = 0; i < params_.size(); ++i) {
-    if (owned_[i]) (params_[i].param.dim() >= 2 ? decay : no_decay).push_back(i);
+    if (owned_[i] && !done[i]) (params_[i].param.dim() >= 2 ? decay : no_decay).push_back(i);
   }
   update(decay, lr, options_.weight_decay);
   update(no_decay, lr, 0.0);
   std::vector<torch::Tensor> to, from;  // the updated masters rounded into the parameters, in one kernel
   for (std::size_t i = 0; i < params_.size(); ++i) {
-    if (owned_[i] && low_precision(params_[i].param))
+    if (owned_[i] && !done[i] && low_precision(params_[i].param)) {
       to.push_back(params_[i].param), from.push_back(master_[i]);
+      host_step_ = -1;  // the torch path advanced a counter the kernel path did not count
+    }
   }
   if (!to.empty()) at::_foreach_copy_(to, from);
   zero_grad();
@@ -138,6 +209,7 @@ void AdamW::step(double lr) {
 void AdamW::zero_grad() {
   grad_scale_ = torch::Tensor();
   for (std::size_t i = 0; i < params_.size(); ++i) {
+    pending_[i] = torch::Tensor();
     grad32_stale_[i] = true;  // overwritten by the next accumulate_grads, zeroed by grads() if none comes
     params_[i].param.mutable_grad() = torch::Tensor();
   }
@@ -165,6 +237,7 @@ Status AdamW::load_state(const std::map<std::string, torch::Tensor>& tensors) {
   }
   torch::NoGradGuard no_grad;
   for (auto& [name, t] : dest) t.copy_(tensors.at(name));
+  host_step_ = -1;  // read again from the restored counters
   return {};
 }
 

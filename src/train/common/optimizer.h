@@ -31,6 +31,10 @@ struct AdamWOptions {
   double eps = 1e-8;
   double weight_decay = 0.0;  // decoupled, matrices only
   bool fused = true;          // at::_fused_adamw_; false: the same update in plain tensor ops (the reference)
+  // CUDA builds, low-precision parameters on CUDA: the one-pass kernel (cuda/adamw_kernels.h) — the gradient
+  // of a single backward read as it is (no float32 copy), masters and moments updated and the parameter
+  // rounded in one kernel. Same update as `fused` (float32 math); off: the torch path.
+  bool one_pass_kernel = false;
 };
 
 struct NamedParam {
@@ -67,6 +71,12 @@ class AdamW {
 
  private:
   void update(const std::vector<std::size_t>& which, double lr, double weight_decay);
+  // The owned low-precision parameters the one-pass kernel updated (empty: none; the torch path runs).
+  std::vector<std::size_t> one_pass_update(double lr);
+  // Pending gradients copied into their float32 buffers (one multi-tensor kernel).
+  void materialize_pending();
+  // Each parameter's gradient as it stands: a pending one as the backward left it, else grads()'s.
+  std::vector<torch::Tensor> current_grads();
   std::vector<NamedParam> params_;
   AdamWOptions options_;
   std::vector<bool> owned_;
@@ -74,6 +84,10 @@ class AdamW {
   // grad32_[i] holds nothing of this step yet: the next accumulate_grads copies instead of adding (one cast
   // kernel instead of a fill and a mixed-dtype add per parameter; 19 of 172 GPU ms of a 1.5B SFT step).
   std::vector<bool> grad32_stale_;
+  // With one_pass_kernel: the low-precision gradient of the only backward since the step, kept as it is (the
+  // kernel reads it); a second backward copies it into grad32_ first.
+  std::vector<torch::Tensor> pending_;
+  int64_t host_step_ = -1;  // the owned parameters' step count, read from steps_ once (-1: not yet)
   torch::Tensor
       grad_scale_;  // set by clip_grad_norm for the fused update (undefined: none); step() clears it
   std::vector<torch::Tensor> master_;   // fp32 master (owned params; the param itself when it is fp32)

@@ -306,7 +306,9 @@ TEST(EngineCuda, MultiStepDecodeEqualsOneStepAtATimeBitForBit) {
     std::printf("GPU_RESULT engine decode_steps=%d: steps %ld, multi-step rounds %ld, graph replays %ld\n",
                 steps, static_cast<long>(st.steps), static_cast<long>(st.multi_step_rounds),
                 static_cast<long>(st.cuda_graph_replays));
-    if (steps > 1) EXPECT_GT(st.multi_step_rounds, 0);
+    if (steps > 1) {
+      EXPECT_GT(st.multi_step_rounds, 0);
+    }
     EXPECT_GT(st.cuda_graph_replays, 0);
     runs.push_back(samples);
   }
