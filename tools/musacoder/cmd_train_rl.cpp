@@ -67,6 +67,8 @@ void add_algorithm_flags(CLI::App* s, TrainRlFlags& f) {
   s->add_option("--learning-rate", f.o.learning_rate)->capture_default_str();
   s->add_option("--max-grad-norm", f.o.max_grad_norm, "0 = no clipping")->capture_default_str();
   s->add_option("--weight-decay", f.o.weight_decay)->capture_default_str();
+  s->add_flag("--one-pass-adamw", f.o.one_pass_adamw,
+              "CUDA, bf16/fp16: the optimizer step as one kernel (docs/training.md)");
   s->add_option("--max-steps", f.o.max_steps)->capture_default_str();
   s->add_option("--seed", f.o.seed)->capture_default_str();
   s->add_flag("--enable-prime-echo", f.o.enable_prime_echo, "PrimeEcho multi-turn credit");

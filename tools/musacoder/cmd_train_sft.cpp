@@ -178,6 +178,9 @@ void add_optim_flags(CLI::App* s, TrainSftFlags& f) {
   s->add_option("--adam-beta1", f.o.adam_beta1)->capture_default_str();
   s->add_option("--adam-beta2", f.o.adam_beta2)->capture_default_str();
   s->add_option("--adam-epsilon", f.o.adam_epsilon)->capture_default_str();
+  s->add_flag(
+      "--one-pass-adamw", f.o.one_pass_adamw,
+      "CUDA, bf16/fp16: the optimizer step as one kernel over the kept bf16 gradients (docs/training.md)");
   s->add_option("--max-grad-norm", f.o.max_grad_norm, "0 = no clipping")->capture_default_str();
   s->add_option("--seed", f.o.seed)->capture_default_str();
   s->add_option("--lora-rank", f.o.lora_rank, "LoRA rank (0 = full fine-tuning)")->capture_default_str();

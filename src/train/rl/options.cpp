@@ -29,6 +29,7 @@ nlohmann::json to_json(const RlOptions& o) {
           {"learning_rate", o.learning_rate},
           {"max_grad_norm", o.max_grad_norm},
           {"weight_decay", o.weight_decay},
+          {"one_pass_adamw", o.one_pass_adamw},
           {"max_steps", o.max_steps},
           {"seed", o.seed},
           {"enable_prime_echo", o.enable_prime_echo},

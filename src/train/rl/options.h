@@ -44,6 +44,7 @@ struct RlOptions {
   double learning_rate = 1e-6;
   double max_grad_norm = 1.0;             // 0: no clipping
   double weight_decay = 0.0;
+  bool one_pass_adamw = false;            // AdamWOptions::one_pass_kernel (CUDA, bf16/fp16 parameters)
   int64_t max_steps = 100;                // updates in the run
   uint64_t seed = 42;
   // --- PrimeEcho

@@ -104,6 +104,7 @@ Status make_components(RlRun& r) {
   for (auto& p : (*r.policy)->named_parameters()) params.push_back({p.key(), p.value()});
   AdamWOptions ao;
   ao.weight_decay = r.o.weight_decay;
+  ao.one_pass_kernel = r.o.one_pass_adamw;
   r.opt = std::make_unique<AdamW>(std::move(params), ao);
   if (r.o.enable_bdr) {
     mrl::RetryBufferOptions bo;

@@ -182,6 +182,7 @@ void make_optimizer(Run& r) {
   ao.beta2 = r.o.adam_beta2;
   ao.eps = r.o.adam_epsilon;
   ao.weight_decay = r.o.weight_decay;
+  ao.one_pass_kernel = r.o.one_pass_adamw;
   r.opt = std::make_unique<AdamW>(std::move(params), ao, std::move(owned));
   auto kind = parse_lr_schedule(r.o.lr_scheduler);
   r.schedule.kind = kind.ok() ? *kind : LrSchedule::kCosine;
@@ -448,20 +449,44 @@ Status train_loop(Run& r, SftResult& result) {
 }  // namespace
 
 nlohmann::json to_json(const SftOptions& o) {
-  return {{"base_model", o.base_model.string()}, {"dataset", o.dataset.string()},
-          {"eval_dataset", o.eval_dataset.string()}, {"output_dir", o.output_dir.string()},
-          {"resume_from", o.resume_from.string()}, {"max_seq_len", o.max_seq_len},
-          {"per_device_batch_tokens", o.per_device_batch_tokens}, {"loss_on", o.loss_on}, {"too_long", o.too_long},
-          {"skip_bad_rows", o.skip_bad_rows}, {"packing", o.packing}, {"backend", o.backend}, {"bf16", o.bf16},
-          {"gradient_checkpointing", o.gradient_checkpointing}, {"num_train_epochs", o.num_train_epochs},
-          {"max_steps", o.max_steps}, {"gradient_accumulation_steps", o.gradient_accumulation_steps},
-          {"learning_rate", o.learning_rate}, {"lr_scheduler", o.lr_scheduler}, {"warmup_ratio", o.warmup_ratio},
-          {"min_lr_ratio", o.min_lr_ratio}, {"weight_decay", o.weight_decay}, {"adam_beta1", o.adam_beta1},
-          {"adam_beta2", o.adam_beta2}, {"adam_epsilon", o.adam_epsilon}, {"max_grad_norm", o.max_grad_norm},
-          {"seed", o.seed}, {"lora_rank", o.lora_rank}, {"lora_alpha", o.lora_alpha},
-          {"lora_targets", o.lora_targets}, {"lora_merge", o.lora_merge}, {"dist_backend", o.dist_backend},
-          {"zero1", o.zero1}, {"save_steps", o.save_steps}, {"save_total_limit", o.save_total_limit},
-          {"eval_steps", o.eval_steps}, {"logging_steps", o.logging_steps}};
+  return {{"base_model", o.base_model.string()},
+          {"dataset", o.dataset.string()},
+          {"eval_dataset", o.eval_dataset.string()},
+          {"output_dir", o.output_dir.string()},
+          {"resume_from", o.resume_from.string()},
+          {"max_seq_len", o.max_seq_len},
+          {"per_device_batch_tokens", o.per_device_batch_tokens},
+          {"loss_on", o.loss_on},
+          {"too_long", o.too_long},
+          {"skip_bad_rows", o.skip_bad_rows},
+          {"packing", o.packing},
+          {"backend", o.backend},
+          {"bf16", o.bf16},
+          {"gradient_checkpointing", o.gradient_checkpointing},
+          {"num_train_epochs", o.num_train_epochs},
+          {"max_steps", o.max_steps},
+          {"gradient_accumulation_steps", o.gradient_accumulation_steps},
+          {"learning_rate", o.learning_rate},
+          {"lr_scheduler", o.lr_scheduler},
+          {"warmup_ratio", o.warmup_ratio},
+          {"min_lr_ratio", o.min_lr_ratio},
+          {"weight_decay", o.weight_decay},
+          {"adam_beta1", o.adam_beta1},
+          {"adam_beta2", o.adam_beta2},
+          {"adam_epsilon", o.adam_epsilon},
+          {"one_pass_adamw", o.one_pass_adamw},
+          {"max_grad_norm", o.max_grad_norm},
+          {"seed", o.seed},
+          {"lora_rank", o.lora_rank},
+          {"lora_alpha", o.lora_alpha},
+          {"lora_targets", o.lora_targets},
+          {"lora_merge", o.lora_merge},
+          {"dist_backend", o.dist_backend},
+          {"zero1", o.zero1},
+          {"save_steps", o.save_steps},
+          {"save_total_limit", o.save_total_limit},
+          {"eval_steps", o.eval_steps},
+          {"logging_steps", o.logging_steps}};
 }
 
 Status validate(const SftOptions& o) {

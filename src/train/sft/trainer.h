@@ -51,6 +51,7 @@ struct SftOptions {
   double min_lr_ratio = 0.0;
   double weight_decay = 0.0;
   double adam_beta1 = 0.9, adam_beta2 = 0.999, adam_epsilon = 1e-8;
+  bool one_pass_adamw = false;           // AdamWOptions::one_pass_kernel (CUDA, bf16/fp16 parameters)
   double max_grad_norm = 1.0;            // 0: no clipping
   uint64_t seed = 42;
   // --- LoRA
