@@ -51,11 +51,16 @@ __device__ __forceinline__ float warp_max(float x) {
   return x;
 }
 
+// Runs of at most kMaxGroup query heads a kv head's group splits into (the grid's y is kv heads × runs).
+__host__ __device__ inline int head_runs_per_kv_head(int heads, int kv_heads) {
+  return (heads / kv_heads + kMaxGroup - 1) / kMaxGroup;
+}
+
 // Which query heads a block serves: kv head kvh's group, split into runs of at most kMaxGroup heads.
 struct HeadRun {
   int kvh, head0, count;
   __device__ HeadRun(const PagedDecodeArgs& a, int y) {
-    const int group = a.heads / a.kv_heads, splits = (group + kMaxGroup - 1) / kMaxGroup;
+    const int group = a.heads / a.kv_heads, splits = head_runs_per_kv_head(a.heads, a.kv_heads);
     kvh = y / splits;
     const int g0 = (y % splits) * kMaxGroup;
     head0 = kvh * group + g0;
@@ -314,7 +319,7 @@ cudaError_t launch_typed(const PagedDecodeArgs& a, cudaStream_t stream) {
       cudaFuncSetAttribute(partition_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                            static_cast<int>(Smem{D, int(sizeof(T)), kPagedDecodeMaxPartition}.bytes()));
   if (raised != cudaSuccess) return raised;
-  const int group = a.heads / a.kv_heads, splits = (group + kMaxGroup - 1) / kMaxGroup;
+  const int splits = head_runs_per_kv_head(a.heads, a.kv_heads);
   const size_t bytes = Smem{D, int(sizeof(T)), a.partition_size}.bytes();
   partition_kernel<T, D><<<dim3(a.partitions, a.kv_heads * splits, a.batch), kThreads, bytes, stream>>>(a);
   if (a.counters == nullptr) merge_kernel<T><<<dim3(a.heads, a.batch), 128, 0, stream>>>(a);
@@ -350,14 +355,13 @@ bool paged_decode_supports_head_dim(int head_dim) {
   return head_dim % 32 == 0 && head_dim >= 32 && head_dim <= kMaxHeadDim;
 }
 
-int paged_decode_partition_size(int batch, int heads, int kv_heads) {
-  const int64_t blocks_per_partition =
-      int64_t(batch) * kv_heads * ((heads / kv_heads + kMaxGroup - 1) / kMaxGroup);
-  return blocks_per_partition <= 16 ? 64 : blocks_per_partition <= 128 ? 128 : kPagedDecodeMaxPartition;
+int64_t paged_decode_counter_count(int batch, int heads, int kv_heads) {
+  return int64_t(batch) * kv_heads * head_runs_per_kv_head(heads, kv_heads);  // one per (sequence, head run)
 }
 
-int64_t paged_decode_counter_count(int batch, int heads, int kv_heads) {
-  return int64_t(batch) * kv_heads * ((heads / kv_heads + kMaxGroup - 1) / kMaxGroup);
+int paged_decode_partition_size(int batch, int heads, int kv_heads) {
+  const int64_t blocks_per_partition = paged_decode_counter_count(batch, heads, kv_heads);
+  return blocks_per_partition <= 16 ? 64 : blocks_per_partition <= 128 ? 128 : kPagedDecodeMaxPartition;
 }
 
 int paged_decode_launch(const PagedDecodeArgs& a, void* stream) {

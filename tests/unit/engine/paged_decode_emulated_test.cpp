@@ -103,7 +103,7 @@ double max_error(const Case& c, std::mt19937& rng, Merge merge) {
   a.batch = p.B, a.heads = p.H, a.kv_heads = p.Hkv, a.head_dim = D, a.block_size = p.bs;
   a.max_blocks = p.max_blocks, a.partitions = partitions, a.partition_size = P;
   a.scale = 1.0f / std::sqrt(float(D));
-  const int splits = (p.H / p.Hkv + kMaxGroup - 1) / kMaxGroup;
+  const int splits = head_runs_per_kv_head(p.H, p.Hkv);
   std::vector<int> counters(size_t(p.B) * p.Hkv * splits, 0);
   if (merge != Merge::kKernel) a.counters = counters.data();
   cuda_emulation::launch(
