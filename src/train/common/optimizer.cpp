@@ -41,20 +41,11 @@ AdamW::AdamW(std::vector<NamedParam> params, AdamWOptions options, std::vector<b
 
 void AdamW::accumulate_grads() {
   torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> cast_to, cast_from;  // pending gradients meeting a second backward
-  for (std::size_t i = 0; i < params_.size(); ++i) {
-    if (pending_[i].defined() && params_[i].param.grad().defined()) {
-      cast_to.push_back(grad32_[i]);
-      cast_from.push_back(pending_[i]);
-      pending_[i] = torch::Tensor();
-      grad32_stale_[i] = false;
-    }
-  }
-  if (!cast_to.empty()) at::_foreach_copy_(cast_to, cast_from);
+  materialize_pending();  // a second backward since the step: accumulation continues in float32
   // One multi-tensor kernel for the casts of the first backward since the step (torch's _foreach_copy_ takes
   // a bf16 source list into an fp32 list); later backwards add tensor by tensor. cast_from keeps the cleared
   // gradients alive until the copy. With the one-pass kernel the first backward's gradient stays as it is.
-  cast_to.clear(), cast_from.clear();
+  std::vector<torch::Tensor> cast_to, cast_from;
   for (std::size_t i = 0; i < params_.size(); ++i) {
     torch::Tensor& p = params_[i].param;
     if (!grad32_[i].defined() || !p.grad().defined()) continue;
@@ -178,6 +169,7 @@ std::vector<std::size_t> AdamW::one_pass_update(double lr) {
   at::_foreach_add_(s, 1.0);  // the checkpointed counters, as the torch path keeps them
   host_step_ = host_step_ < 0 ? static_cast<int64_t>(steps_[which[0]].item<double>()) : host_step_ + 1;
   detail::cuda_adamw_step(items, lr, options_.beta1, options_.beta2, options_.eps, host_step_, grad_scale_);
+  for (std::size_t i : which) pending_[i] = torch::Tensor();  // consumed (stream-ordered reuse of the memory)
   return which;
 #else
   (void)lr;
