@@ -2,7 +2,7 @@
 """Issue #24's second pass: a seeded sample of a synth run's kept pairs re-verified by a separate MooreEval run.
 
 Every pair in sft.jsonl passed MooreEval once (verdict ok). This takes N of them at random (seeded), writes each
-answer's code as a sample of its task, runs `mooreeval eval-batch` over the run's tasks (tasks without a sample
+answer as it stands as a sample of its task (MooreEval extracts the code with the prompt contract, as it did), runs `mooreeval eval-batch` over the run's tasks (tasks without a sample
 are skipped) with a build cache of its own (every candidate compiled again, on fresh inputs) and reports how many come back ok — the acceptance is all of them — with every disagreement.
 
   python3 perf/synth_gpu/reverify.py --run /tmp/synth_gpu/out --mooreeval build-gpu/tools/mooreeval/mooreeval \\
@@ -12,19 +12,9 @@ import argparse
 import json
 import os
 import random
-import re
 import shutil
 import subprocess
 import sys
-
-FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.S)
-
-
-def code_of(answer):
-    """The answer's last fenced block (the prompt contract's module), or None."""
-    blocks = FENCE.findall(answer)
-    return blocks[-1] if blocks else None
-
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -45,14 +35,11 @@ def main():
     chosen = random.Random(a.seed).sample(records, min(a.count, len(records)))
     samples = os.path.join(a.work, "samples")
     shutil.rmtree(a.work, ignore_errors=True)
-    for r in chosen:
-        code = code_of(r["messages"][-1]["content"])
-        if code is None:
-            sys.exit("pair %s has no fenced code" % r["metadata"]["id"])
-        path = os.path.join(samples, r["metadata"]["id"] + ".py")
+    for r in chosen:  # samples/<task id>/answer.md: a raw response (eval-batch's sample layout)
+        path = os.path.join(samples, r["metadata"]["id"], "answer.md")
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as f:
-            f.write(code)
+            f.write(r["messages"][-1]["content"])
     verdicts_path = os.path.join(a.work, "verdicts.jsonl")
     cmd = [a.mooreeval, "eval-batch", "--backend", a.backend, "--tasks", os.path.join(a.run, "tasks"),
            "--samples", samples, "--workers", str(a.workers), "--run-slots", str(a.run_slots),
