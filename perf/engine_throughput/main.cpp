@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
   std::string dir, dtype = "auto", device = "cuda";
   std::vector<int64_t> batches = {1, 16, 64, 256};
   int64_t prompt_len = 512, new_tokens = 512;
-  bool no_graphs = false, no_fused = false, no_fused_projections = false;
+  bool no_graphs = false, no_fused = false, no_fused_projections = false, no_decode_linear = false;
   std::string trace_dir;
   int64_t trace_tokens = 32;
   int decode_steps = 0;
@@ -119,6 +119,8 @@ int main(int argc, char** argv) {
   app.add_flag("--no-fused-ops", no_fused,
                "the modules' ops instead of the fused norm / SiLU-mul / RoPE kernels");
   app.add_flag("--no-fused-projections", no_fused_projections, "q/k/v and gate/up as separate matmuls");
+  app.add_flag("--no-decode-linear", no_decode_linear,
+               "small decode batches: cuBLAS after the norm / SiLU-mul kernels instead of decode_linear");
   app.add_option("--decode-steps", decode_steps,
                  "decode steps per host round trip (EngineOptions; 0: its default)")
       ->check(CLI::Range(0, 64));
@@ -133,6 +135,7 @@ int main(int argc, char** argv) {
   o.cuda_graphs = !no_graphs;
   o.fused_ops = !no_fused;
   o.fuse_projections = !no_fused_projections;
+  o.decode_linear = !no_decode_linear;
   o.decode_steps = decode_steps;
   auto e = engine::Engine::load(dir, {device, dtype}, o);
   if (!e.ok()) {

@@ -140,6 +140,9 @@ struct EngineOptions {
   // Every device: each layer's q/k/v and gate/up projections as one matmul each (fused_linear.h; the
   // projections' parameters become views of the fused tensors).
   bool fuse_projections = true;
+  // CUDA, with fused_ops: a decode batch of at most 4 rows runs each projection together with the norm or
+  // SiLU·mul before it as one matrix-vector kernel (decode_linear_cuda.h; three kernels a layer fewer).
+  bool decode_linear = true;
   bool cuda_decode_kernel = true;  // our paged decode kernels (CUDA; CPU float32); false: SDPA over gathered KV
   // Decode steps per host round trip: when every running sequence decodes and none waits to be admitted, the
   // engine queues up to this many steps at once, each step's input the previous step's draw on the device,

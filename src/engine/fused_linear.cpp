@@ -80,7 +80,7 @@ std::vector<torch::Tensor> FusedLinear::operator()(const torch::Tensor& x) const
     for (const auto& p : parts_) out.push_back(torch::nn::functional::linear(x, p->weight, p->bias));
     return out;
   }
-  return torch::nn::functional::linear(x, weight_, bias_).split_with_sizes(sizes_, -1);
+  return split(torch::nn::functional::linear(x, weight_, bias_));
 }
 
 }  // namespace musacoder::engine

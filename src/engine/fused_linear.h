@@ -28,6 +28,11 @@ class FusedLinear {
   // CUDA graphs captured over it must be captured again).
   bool refresh();
   bool fused() const { return fusable_; }
+  // When fused: the fused weight (sum of outs, in) and bias (or undefined), and a product y (N, sum of outs)
+  // computed from them elsewhere (decode_linear_cuda.h), split as operator() splits its own.
+  const torch::Tensor& weight() const { return weight_; }
+  const torch::Tensor& bias() const { return bias_; }
+  std::vector<torch::Tensor> split(const torch::Tensor& y) const { return y.split_with_sizes(sizes_, -1); }
 
  private:
   void fuse();

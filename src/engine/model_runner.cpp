@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "engine/decode_graphs.h"
+#include "engine/decode_linear_cuda.h"
 #include "engine/paged_attention.h"
 #ifdef MUSACODER_ENGINE_CUDA
 #include "engine/fused_ops_cuda.h"
@@ -28,6 +29,19 @@ torch::Tensor norm(model::RMSNorm& n, torch::Tensor& h, const torch::Tensor& del
   MC_CHECK(!fused && "fused ops need a CUDA build");
   if (delta.defined()) h = h + delta;
   return n(h);
+}
+
+torch::Tensor LayerInput::normed() const {
+  return engine::norm(norm, h, delta, ctx.fused_ops);
+}
+
+std::vector<torch::Tensor> LayerInput::project(const FusedLinear& linear) const {
+#ifdef MUSACODER_ENGINE_CUDA
+  if (ctx.decode_linear && linear.fused() && decode_linear_takes(h.size(0), linear.weight()))
+    return linear.split(
+        norm_linear_cuda(h, delta, this->norm->weight, this->norm->eps(), linear.weight(), linear.bias()));
+#endif
+  return linear(normed());
 }
 
 torch::Tensor rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin, bool fused) {
@@ -90,11 +104,16 @@ bool fused_ops_built() {
 #endif
 }
 
-// gate_up: the layer's gate_proj and up_proj as one matmul (FusedLinear).
-torch::Tensor mlp(model::Mlp& m, const FusedLinear& gate_up, const torch::Tensor& x, bool fused) {
-  const auto gu = gate_up(x);
+// gate_up: the layer's gate_proj and up_proj as one matmul (FusedLinear); with ctx.decode_linear the norm
+// goes into the gate/up kernel and SiLU·mul into the down projection's.
+torch::Tensor mlp(model::Mlp& m, const FusedLinear& gate_up, const LayerInput& in) {
+  const auto gu = in.project(gate_up);
+  const bool fused = in.ctx.fused_ops;
 #ifdef MUSACODER_ENGINE_CUDA
-  if (fused) return m->down_proj(silu_mul_cuda(gu[0], gu[1]));
+  auto& down = m->down_proj;
+  if (in.ctx.decode_linear && decode_linear_takes(gu[0].size(0), down->weight))
+    return silu_mul_linear_cuda(gu[0], gu[1], down->weight, down->bias);
+  if (fused) return down(silu_mul_cuda(gu[0], gu[1]));
 #endif
   MC_CHECK(!fused && "fused ops need a CUDA build");
   return m->down_proj(torch::silu(gu[0]) * gu[1]);
@@ -119,9 +138,10 @@ LayerCacheSpec AttentionMixer::cache_spec() const {
   return s;
 }
 
-torch::Tensor AttentionMixer::forward(const torch::Tensor& x, const StepContext& ctx, CachePool& cache, int layer) {
-  const int64_t N = x.size(0);
-  const auto qkv = qkv_(x);
+torch::Tensor AttentionMixer::forward(const LayerInput& in, const StepContext& ctx, CachePool& cache,
+                                      int layer) {
+  const auto qkv = in.project(qkv_);
+  const int64_t N = qkv[0].size(0);
   auto q = qkv[0].view({N, heads_, head_dim_});
   auto k = qkv[1].view({N, kv_heads_, head_dim_});
   auto v = qkv[2].view({N, kv_heads_, head_dim_});
@@ -252,17 +272,22 @@ void ModelRunner::set_rope(StepContext& ctx, int64_t max_position) {
 torch::Tensor ModelRunner::forward_tokens(const torch::Tensor& ids, StepContext& ctx, const torch::Tensor& logits_rows) {
   auto& backbone = model_->model;
   ctx.fused_ops = fused_ops_;
+  ctx.decode_linear = fused_ops_ && options_.decode_linear && ctx.num_decode == ids.size(0) &&
+                      ids.size(0) <= kDecodeLinearMaxRows;
   torch::Tensor h = backbone->embed_tokens(ids), delta;  // the residual stream and its pending update
   for (std::size_t i = 0; i < backbone->layers->size(); ++i) {
     auto layer = backbone->layers[i]->as<model::DecoderLayerImpl>();
-    delta = mixers_[i]->forward(norm(layer->input_layernorm, h, delta, fused_ops_), ctx, *pool_,
-                                static_cast<int>(i));
-    delta =
-        mlp(layer->mlp, gate_up_[i], norm(layer->post_attention_layernorm, h, delta, fused_ops_), fused_ops_);
+    delta = mixers_[i]->forward({h, delta, layer->input_layernorm, ctx}, ctx, *pool_, static_cast<int>(i));
+    delta = mlp(layer->mlp, gate_up_[i], {h, delta, layer->post_attention_layernorm, ctx});
   }
+  const torch::Tensor& w = model_->output_weight();
+#ifdef MUSACODER_ENGINE_CUDA
+  if (ctx.decode_linear && !logits_rows.defined() && decode_linear_takes(h.size(0), w))
+    return norm_linear_cuda(h, delta, backbone->norm->weight, backbone->norm->eps(), w, {}).to(torch::kFloat);
+#endif
   torch::Tensor x = norm(backbone->norm, h, delta, fused_ops_);  // row by row: selecting rows after is exact
   if (logits_rows.defined()) x = x.index_select(0, logits_rows);
-  return torch::nn::functional::linear(x, model_->output_weight()).to(torch::kFloat);
+  return torch::nn::functional::linear(x, w).to(torch::kFloat);
 }
 
 bool ModelRunner::refresh_weights() {

@@ -40,6 +40,9 @@ struct StepContext {
   int64_t max_context = 0;     // host: the largest of context_lens
   bool use_decode_kernel = true;
   bool fused_ops = false;  // the fused CUDA kernels for norms and RoPE (EngineOptions::fused_ops, on CUDA)
+  // With fused_ops, a decode-only step of at most 4 rows (EngineOptions::decode_linear): projections may take
+  // the norm or SiLU·mul before them into their kernel (decode_linear_cuda.h).
+  bool decode_linear = false;
   // On CUDA, when the step's prefills (two or more) all start at position 0: int32 cumulative lengths of
   // their rows [0, c1, c1 + c2, ...] (they follow the decodes, in order) and the longest, so attention layers
   // can run them as one varlen call; undefined otherwise.
@@ -52,11 +55,29 @@ struct StepContext {
 torch::Tensor norm(model::RMSNorm& n, torch::Tensor& h, const torch::Tensor& delta, bool fused);
 torch::Tensor rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin, bool fused);
 
+// A layer's input before its RMSNorm: the residual stream h, its pending update delta (or undefined) and the
+// norm. The runner hands this to the mixer and the MLP rather than the normed rows, so that a projection can
+// take the norm into its own kernel (ctx.decode_linear) instead of a norm kernel running first. Either way h
+// ends as h + delta and the projection sees the normed rows.
+struct LayerInput {
+  torch::Tensor& h;
+  const torch::Tensor& delta;
+  model::RMSNorm& norm;
+  const StepContext& ctx;
+  // norm(h, delta, ctx.fused_ops): the normed rows.
+  torch::Tensor normed() const;
+  // linear's outputs for the normed rows: one decode_linear kernel with the norm in it where it takes the
+  // fused weight, else linear(normed()).
+  std::vector<torch::Tensor> project(const FusedLinear& linear) const;
+};
+
 class TokenMixer {
  public:
   virtual ~TokenMixer() = default;
-  // x (N, hidden) normed hidden states -> (N, hidden), the residual update.
-  virtual torch::Tensor forward(const torch::Tensor& x, const StepContext& ctx, CachePool& cache, int layer) = 0;
+  // The layer's input (N rows of hidden states, normed by in.normed() or in.project()) -> (N, hidden), the
+  // residual update.
+  virtual torch::Tensor forward(const LayerInput& in, const StepContext& ctx, CachePool& cache,
+                                int layer) = 0;
   virtual LayerCacheSpec cache_spec() const = 0;
   // Re-fuses projections whose parameters were replaced since (FusedLinear::refresh); true when any moved.
   virtual bool refresh_weights() { return false; }
@@ -66,7 +87,7 @@ class AttentionMixer : public TokenMixer {
  public:
   // fuse_projections: q/k/v as one matmul (FusedLinear), which re-points the projections' parameters.
   AttentionMixer(model::AttentionImpl* attention, const model::ModelConfig& config, bool fuse_projections);
-  torch::Tensor forward(const torch::Tensor& x, const StepContext& ctx, CachePool& cache, int layer) override;
+  torch::Tensor forward(const LayerInput& in, const StepContext& ctx, CachePool& cache, int layer) override;
   LayerCacheSpec cache_spec() const override;
   bool refresh_weights() override { return qkv_.refresh(); }
 

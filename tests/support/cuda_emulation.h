@@ -98,6 +98,10 @@ inline void __threadfence() {}
 inline float __ldcg(const float* p) {
   return *p;
 }
+// __ldg (a load through the read-only path) of a 16-byte vector is a load.
+inline uint4 __ldg(const uint4* p) {
+  return *p;
+}
 inline void __pipeline_memcpy_async(void* dst, const void* src, size_t n) {
   std::memcpy(dst, src, n);
 }

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "engine/decode_linear_cuda.h"
 #include "engine/engine.h"
 #include "engine/fused_ops_cuda.h"
 #include "engine/paged_attention.h"
@@ -182,6 +183,64 @@ TEST(FusedOps, RopeWriteKvEqualsRopeThenWriteKv) {
     EXPECT_TRUE(torch::equal(vp_got, vp_want)) << c10::toString(dtype) << ": v pages";
   }
   std::printf("GPU_RESULT rope_write_kv: q, k and both page tensors equal rope_cuda + write_kv (3 dtypes)\n");
+}
+
+// The decode-batch projections (decode_linear_cuda.h) against the kernels they replace followed by F.linear
+// (cuBLAS): 1–4 rows, the shapes of a 1.5B model's q/k/v (bias), gate/up and down projections and a
+// SmolLM2-sized LM head. The residual update is bit-equal; the product differs only by the order of the
+// float accumulation (and a normed element that rounds the other way), so within the element type's
+// rounding of the output's scale.
+TEST(DecodeLinear, EqualsTheNormOrSiluMulKernelThenLinear) {
+  if (!have_cuda()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(13);
+  torch::NoGradGuard no_grad;
+  struct Shape {
+    int64_t n, k;
+    bool bias;
+  };
+  double worst = 0;
+  for (auto dtype : {torch::kFloat, torch::kHalf, torch::kBFloat16}) {
+    auto o = torch::TensorOptions().device(torch::kCUDA).dtype(dtype);
+    const double tol = dtype == torch::kFloat ? 1e-4 : dtype == torch::kHalf ? 4e-3 : 2e-2;
+    auto rel = [](const torch::Tensor& got, const torch::Tensor& want) {
+      const torch::Tensor g = got.to(torch::kFloat), w = want.to(torch::kFloat);
+      return ((g - w).abs().max() / (w.abs().max() + 1e-6)).item<double>();
+    };
+    for (const Shape& s : {Shape{2048, 1536, true}, Shape{17920, 1536, false}, Shape{1536, 8960, false},
+                           Shape{49152, 576, false}})
+      for (int64_t rows = 1; rows <= kDecodeLinearMaxRows; ++rows) {
+        const torch::Tensor w = torch::randn({s.n, s.k}, o) / std::sqrt(static_cast<double>(s.k));
+        const torch::Tensor b = s.bias ? torch::randn({s.n}, o) : torch::Tensor();
+        ASSERT_TRUE(decode_linear_takes(rows, w)) << s.n << "x" << s.k;
+        const std::string what = std::string(c10::toString(dtype)) + " " + std::to_string(s.n) + "x" +
+                                 std::to_string(s.k) + " rows " + std::to_string(rows);
+        // The norm, with the residual update (the projections after a layer) and without (the first).
+        const torch::Tensor norm_w = torch::rand({s.k}, o) + 0.5;
+        torch::Tensor h = torch::randn({rows, s.k}, o), delta = torch::randn({rows, s.k}, o);
+        torch::Tensor h_ref = h.clone();
+        const torch::Tensor want =
+            torch::nn::functional::linear(add_rms_norm_cuda(h_ref, delta, norm_w, 1e-6), w, b);
+        const torch::Tensor got = norm_linear_cuda(h, delta, norm_w, 1e-6, w, b);
+        EXPECT_TRUE(torch::equal(h, h_ref)) << what << ": h + delta";
+        EXPECT_LE(rel(got, want), tol) << what << ": norm";
+        worst = std::max(worst, rel(got, want) / tol);
+        torch::Tensor h2 = h.clone();
+        const torch::Tensor want2 =
+            torch::nn::functional::linear(add_rms_norm_cuda(h2, {}, norm_w, 1e-6), w, b);
+        EXPECT_LE(rel(norm_linear_cuda(h, {}, norm_w, 1e-6, w, b), want2), tol) << what << ": norm, no delta";
+        // SiLU·mul on the two halves of one gate/up product, as the engine passes them.
+        const torch::Tensor gu = torch::randn({rows, 2 * s.k}, o) * 3;
+        const torch::Tensor g = gu.narrow(1, 0, s.k), u = gu.narrow(1, s.k, s.k);
+        const torch::Tensor want3 = torch::nn::functional::linear(silu_mul_cuda(g, u), w, b);
+        const torch::Tensor got3 = silu_mul_linear_cuda(g, u, w, b);
+        EXPECT_LE(rel(got3, want3), tol) << what << ": silu_mul";
+        worst = std::max(worst, rel(got3, want3) / tol);
+      }
+  }
+  std::printf(
+      "GPU_RESULT decode_linear: norm / silu_mul + linear within %.2f of the tolerance (3 dtypes, 1-4 "
+      "rows)\n",
+      worst);
 }
 #else
 TEST(FusedOps, EqualTheModuleOps) {

@@ -1,0 +1,230 @@
+// The decode-batch projections with their prologue; see decode_linear_cuda.h for what each computes.
+//
+// tests/unit/engine/decode_linear_emulated_test.cpp includes this file on the CPU with
+// MUSACODER_CUDA_EMULATION defined (tests/support/cuda_emulation.h): the kernels run as written, the launcher
+// is left out.
+#ifndef MUSACODER_CUDA_EMULATION
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "core/cuda_dtype.cuh"
+#endif
+
+#include "engine/decode_linear_cuda.h"
+
+namespace musacoder::engine {
+namespace {
+
+constexpr int kLinearThreads = 256;
+constexpr int kLinearWarps = kLinearThreads / 32;
+
+// Each thread's partial sums of squares of the R rows, summed over the block; every thread gets the R sums.
+template <int R>
+__device__ __forceinline__ void block_sums(float (&sq)[R], float (*partial)[kLinearWarps]) {
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const float s = warp_sum(sq[r]);
+    if (threadIdx.x % 32 == 0) partial[r][threadIdx.x / 32] = s;
+  }
+  __syncthreads();
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    float s = 0.f;
+#pragma unroll
+    for (int w = 0; w < kLinearWarps; ++w) s += partial[r][w];
+    sq[r] = s;
+  }
+}
+
+// xs ← RMSNorm(round(h + delta)) of the R rows, rounded as add_rms_norm_kernel rounds them; block 0 also
+// writes round(h + delta) to h_out. xs first holds round(h + delta) (exact in T) until the sums are known.
+template <typename T, int R>
+__device__ void norm_prologue(const DecodeLinearArgs& a, T* xs, float (*partial)[kLinearWarps]) {
+  const T* h = static_cast<const T*>(a.h);
+  const T* delta = static_cast<const T*>(a.delta);
+  const T* w = static_cast<const T*>(a.norm_weight);
+  T* h_out = delta && blockIdx.x == 0 ? static_cast<T*>(a.h_out) : nullptr;
+  float sq[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    sq[r] = 0.f;
+    for (int64_t c = threadIdx.x; c < a.k; c += blockDim.x) {
+      const int64_t i = r * a.k + c;
+      float v = to_float(h[i]);
+      if (delta) v = round_to<T>(v + to_float(delta[i]));
+      if (h_out) h_out[i] = from_float<T>(v);
+      xs[i] = from_float<T>(v);
+      sq[r] += v * v;
+    }
+  }
+  block_sums<R>(sq, partial);
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const float rstd = rsqrtf(sq[r] / static_cast<float>(a.k) + a.eps);
+    for (int64_t c = threadIdx.x; c < a.k; c += blockDim.x) {
+      const int64_t i = r * a.k + c;  // written by this thread above: no barrier needed in between
+      xs[i] = from_float<T>(to_float(w[c]) * round_to<T>(to_float(xs[i]) * rstd));
+    }
+  }
+}
+
+// xs ← round(round(silu(gate)) · up) of the R rows, as silu_mul_kernel rounds it.
+template <typename T, int R>
+__device__ void silu_mul_prologue(const DecodeLinearArgs& a, T* xs) {
+  const T* gate = static_cast<const T*>(a.gate);
+  const T* up = static_cast<const T*>(a.up);
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+    for (int64_t c = threadIdx.x; c < a.k; c += blockDim.x) {
+      const float g = to_float(gate[r * a.in_stride + c]);
+      const float s = round_to<T>(g / (1.0f + expf(-g)));
+      xs[r * a.k + c] = from_float<T>(s * to_float(up[r * a.in_stride + c]));
+    }
+}
+
+// The 16 bytes at p as floats: 8 elements of a 16-bit type, 4 of float.
+template <typename T>
+__device__ __forceinline__ void unpack16(const uint4& v, float (&out)[16 / sizeof(T)]) {
+  const T* e = reinterpret_cast<const T*>(&v);
+#pragma unroll
+  for (int i = 0; i < static_cast<int>(16 / sizeof(T)); ++i) out[i] = to_float(e[i]);
+}
+
+// Warp w of block b computes outputs [first, first + P) of the R rows, first = (b · warps + w) · P: its lanes
+// stride over k 16 bytes at a time, the loads of the next stride issued before this stride's arithmetic
+// (the first ones before the prologue, which only reads L2-resident rows).
+template <typename T, int R, int P>
+__global__ void __launch_bounds__(kLinearThreads) decode_linear_kernel(DecodeLinearArgs a) {
+  constexpr int V = 16 / sizeof(T);
+  MC_DYNAMIC_SHARED(raw);
+  T* xs = reinterpret_cast<T*>(raw);
+  __shared__ float partial[R][kLinearWarps];
+  const int lane = threadIdx.x % 32;
+  const int64_t first = (static_cast<int64_t>(blockIdx.x) * kLinearWarps + threadIdx.x / 32) * P;
+  const T* w = static_cast<const T*>(a.weight) + first * a.k;
+  const int64_t stride = 32 * V;
+  uint4 next[P] = {};
+#pragma unroll
+  for (int j = 0; j < P; ++j)
+    if (first + j < a.n && lane * V < a.k)
+      next[j] = __ldg(reinterpret_cast<const uint4*>(w + j * a.k + lane * V));
+  if (a.prologue == DecodeLinearPrologue::kNorm)
+    norm_prologue<T, R>(a, xs, partial);
+  else
+    silu_mul_prologue<T, R>(a, xs);
+  __syncthreads();
+  if (first >= a.n) return;
+  float acc[P][R] = {};
+  for (int64_t c = lane * V; c < a.k; c += stride) {
+    float wf[P][V];
+#pragma unroll
+    for (int j = 0; j < P; ++j) unpack16<T>(next[j], wf[j]);
+#pragma unroll
+    for (int j = 0; j < P; ++j)
+      if (first + j < a.n && c + stride < a.k)
+        next[j] = __ldg(reinterpret_cast<const uint4*>(w + j * a.k + c + stride));
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      float xf[V];
+      unpack16<T>(*reinterpret_cast<const uint4*>(xs + r * a.k + c), xf);
+#pragma unroll
+      for (int j = 0; j < P; ++j)
+#pragma unroll
+        for (int e = 0; e < V; ++e) acc[j][r] += wf[j][e] * xf[e];
+    }
+  }
+  const T* bias = static_cast<const T*>(a.bias);
+  T* y = static_cast<T*>(a.y);
+#pragma unroll
+  for (int j = 0; j < P; ++j)
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const float s = warp_sum(acc[j][r]);  // every lane takes part; lane j · R + r writes
+      if (lane == j * R + r && first + j < a.n)
+        y[r * a.n + first + j] = from_float<T>(s + (bias ? to_float(bias[first + j]) : 0.f));
+    }
+}
+
+#ifndef MUSACODER_CUDA_EMULATION
+// Outputs per warp: 4 for matrices with enough rows to give every SM two blocks at 4, else fewer (the
+// q/k/v and o projections of a 1.5B model have 1,536–2,048 rows: one per warp, 192–256 blocks).
+int outputs_per_warp(int64_t n, int sms) {
+  const int64_t per_block_at_4 = 4 * kLinearWarps;
+  if (n >= 2 * sms * per_block_at_4) return 4;
+  if (n >= sms * per_block_at_4) return 2;
+  return 1;
+}
+
+template <typename T, int R, int P>
+int launch_with(const DecodeLinearArgs& a, int64_t smem, cudaStream_t s) {
+  auto kernel = decode_linear_kernel<T, R, P>;
+  static int64_t allowed = 48 * 1024;  // per instantiation: raised once, before any launch needs more
+  if (smem > allowed) {
+    if (cudaError_t e =
+            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+        e != cudaSuccess)
+      return e;
+    allowed = smem;
+  }
+  const int64_t per_block = static_cast<int64_t>(P) * kLinearWarps;
+  kernel<<<static_cast<unsigned>((a.n + per_block - 1) / per_block), kLinearThreads, smem, s>>>(a);
+  return cudaGetLastError();
+}
+
+template <typename T, int R>
+int launch_rows(const DecodeLinearArgs& a, int64_t smem, int sms, cudaStream_t s) {
+  switch (outputs_per_warp(a.n, sms)) {
+    case 4:
+      return launch_with<T, R, 4>(a, smem, s);
+    case 2:
+      return launch_with<T, R, 2>(a, smem, s);
+    default:
+      return launch_with<T, R, 1>(a, smem, s);
+  }
+}
+
+template <typename T>
+int launch_typed(const DecodeLinearArgs& a, int64_t smem, int sms, cudaStream_t s) {
+  switch (a.rows) {
+    case 1:
+      return launch_rows<T, 1>(a, smem, sms, s);
+    case 2:
+      return launch_rows<T, 2>(a, smem, sms, s);
+    case 3:
+      return launch_rows<T, 3>(a, smem, sms, s);
+    default:
+      return launch_rows<T, 4>(a, smem, sms, s);
+  }
+}
+
+bool aligned16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
+
+}  // namespace
+
+int decode_linear_launch(const DecodeLinearArgs& a, void* stream) {
+  const int64_t element = a.dtype == 0 ? 4 : 2, smem = decode_linear_shared_bytes(a.rows, a.k, a.dtype);
+  const bool inputs = a.prologue == DecodeLinearPrologue::kNorm
+                          ? a.h && a.norm_weight && (!a.delta || a.h_out)
+                          : a.gate && a.up && a.in_stride >= a.k;
+  if (a.rows < 1 || a.rows > kDecodeLinearMaxRows || a.n < 1 || a.k < 1 || (a.k * element) % 16 != 0 ||
+      !aligned16(a.weight) || !a.y || !inputs || a.n > 2147483647LL * kLinearWarps)
+    return cudaErrorInvalidValue;
+  int device = 0, sms = 0, optin = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  if (smem + static_cast<int64_t>(sizeof(float)) * kDecodeLinearMaxRows * kLinearWarps > optin)
+    return cudaErrorInvalidValue;
+  auto s = static_cast<cudaStream_t>(stream);
+  return launch_by_dtype(
+      a.dtype, [&](auto tag) { return launch_typed<typename decltype(tag)::type>(a, smem, sms, s); });
+}
+
+}  // namespace musacoder::engine
+#else
+}  // namespace
+}  // namespace musacoder::engine
+#endif  // MUSACODER_CUDA_EMULATION

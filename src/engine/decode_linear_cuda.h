@@ -1,0 +1,72 @@
+// The projections of a small decode batch (1–4 rows) as one matrix-vector kernel each, with the elementwise
+// step in front of the projection computed in the kernel's prologue (decode_linear_cuda.cu):
+//   norm      y = RMSNorm(h + delta) · Wᵀ + b, and h + delta written to h_out (add_rms_norm_cuda, then the
+//             linear: the q/k/v and gate/up projections, the LM head)
+//   silu_mul  y = (silu(gate) · up) · Wᵀ + b (silu_mul_cuda, then the linear: the down projection)
+// At batch 1 a decode step is one kernel after another (~270 for a 28-layer model), and each costs its
+// launch-to-launch gap inside the CUDA graph besides its own time: the norm and SiLU·mul kernels (three a
+// layer) read a few kilobytes each and are all gap and latency. Here every block recomputes the prologue for
+// its rows into shared memory (the rows are a few kilobytes, read from L2) and then streams its slice of W
+// with 16-byte loads, the next slice's loads issued before the current one is used.
+//
+// Roundings are the unfused ops': the prologue's result is rounded to the element type exactly as
+// add_rms_norm_cuda / silu_mul_cuda round it, h + delta is rounded before the norm, and the product is
+// accumulated in float with the bias added before the one rounding to the element type (cuBLAS's bias
+// epilogue). Only the order of the float accumulation differs from cuBLAS's.
+#pragma once
+
+#include <cstdint>
+
+namespace musacoder::engine {
+
+constexpr int kDecodeLinearMaxRows = 4;
+
+enum class DecodeLinearPrologue : int { kNorm = 0, kSiluMul = 1 };
+
+struct DecodeLinearArgs {
+  void* y = nullptr;               // (rows, n) contiguous
+  const void* weight = nullptr;    // (n, k) contiguous, 16-byte aligned, k · element size a multiple of 16
+  const void* bias = nullptr;      // (n) or null
+  int64_t rows = 0, n = 0, k = 0;  // rows 1..kDecodeLinearMaxRows
+  DecodeLinearPrologue prologue = DecodeLinearPrologue::kNorm;
+  // kNorm: h (rows, k) contiguous, delta (rows, k) contiguous or null, norm_weight (k), eps; with delta,
+  // round(h + delta) is written to h_out (rows, k) contiguous, which must not overlap h.
+  const void* h = nullptr;
+  const void* delta = nullptr;
+  const void* norm_weight = nullptr;
+  void* h_out = nullptr;
+  float eps = 0;
+  // kSiluMul: gate and up rows of k elements, in_stride elements between rows (e.g. the halves of a fused
+  // gate/up product).
+  const void* gate = nullptr;
+  const void* up = nullptr;
+  int64_t in_stride = 0;
+  int dtype = 0;  // 0 float32, 1 float16, 2 bfloat16
+};
+
+// The kernel's dynamic shared memory: the prologue's result, rows × k elements.
+inline int64_t decode_linear_shared_bytes(int64_t rows, int64_t k, int dtype) {
+  return rows * k * (dtype == 0 ? 4 : 2);
+}
+// Returns the cudaError_t of the launch (0: success); cudaErrorInvalidValue for arguments outside the
+// contract above (rows, alignment, shared memory over the device's per-block limit). stream: a cudaStream_t.
+int decode_linear_launch(const DecodeLinearArgs& args, void* stream);
+
+}  // namespace musacoder::engine
+
+#if defined(MUSACODER_ENGINE_CUDA) && !defined(__CUDACC__)
+#include <torch/torch.h>
+
+namespace musacoder::engine {
+// True when the decode_linear kernels take x rows (rows, k) against this weight: CUDA, 1..4 rows, weight
+// (n, k) contiguous, aligned and in a kernel dtype, the prologue's rows within the shared memory limit.
+bool decode_linear_takes(int64_t rows, const torch::Tensor& weight);
+// y = RMSNorm(h + delta; norm_weight, eps) · weightᵀ + bias; when delta is defined h becomes h + delta (a
+// new tensor), as add_rms_norm_cuda leaves it. h (rows, k) on CUDA; delta like h or undefined.
+torch::Tensor norm_linear_cuda(torch::Tensor& h, const torch::Tensor& delta, const torch::Tensor& norm_weight,
+                               double eps, const torch::Tensor& weight, const torch::Tensor& bias);
+// y = silu_mul(gate, up) · weightᵀ + bias; gate and up (rows, k) with the same strides, each row dense.
+torch::Tensor silu_mul_linear_cuda(const torch::Tensor& gate, const torch::Tensor& up,
+                                   const torch::Tensor& weight, const torch::Tensor& bias);
+}  // namespace musacoder::engine
+#endif
