@@ -91,9 +91,41 @@ __device__ __forceinline__ void unpack16(const uint4& v, float (&out)[16 / sizeo
   for (int i = 0; i < static_cast<int>(16 / sizeof(T)); ++i) out[i] = to_float(e[i]);
 }
 
-// Warp w of block b computes outputs [first, first + P) of the R rows, first = (b · warps + w) · P: its lanes
-// stride over k 16 bytes at a time, the loads of the next stride issued before this stride's arithmetic
-// (the first ones before the prologue, which only reads L2-resident rows).
+// The q/k/v epilogue (DecodeLinearArgs::rope): the warp's two outputs o and o + D/2 of one head, y0 and y1 of
+// each row with bias, rounded; q and k heads rotated as rope_write_kv_kernel rotates them (q to q_out, k into
+// the K pages at the row's slot), v heads copied into the V pages. Lane r handles row r.
+template <typename T, int R>
+__device__ __forceinline__ void rope_epilogue(const DecodeLinearArgs& a, int64_t o,
+                                              const float (&sums)[2][R]) {
+  const int lane = threadIdx.x % 32, D = a.head_dim, half = D / 2;
+  const int head = static_cast<int>(o / D), j = static_cast<int>(o % D);
+  const T* bias = static_cast<const T*>(a.bias);
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    if (lane != r) continue;
+    const float lo = round_to<T>(sums[0][r] + (bias ? to_float(bias[o]) : 0.f));
+    const float hi = round_to<T>(sums[1][r] + (bias ? to_float(bias[o + half]) : 0.f));
+    const int64_t slot_row = a.slots[r] * a.kv_heads;  // the slot's first head row in the pages
+    if (head >= a.heads + a.kv_heads) {                // v: into the pages as it is
+      T* v = static_cast<T*>(a.v_pages) + (slot_row + head - a.heads - a.kv_heads) * D;
+      v[j] = from_float<T>(lo), v[j + half] = from_float<T>(hi);
+      continue;
+    }
+    const T* c = static_cast<const T*>(a.cos) + static_cast<int64_t>(r) * D;
+    const T* sn = static_cast<const T*>(a.sin) + static_cast<int64_t>(r) * D;
+    const T x0 = from_float<T>(round_to<T>(lo * to_float(c[j])) + round_to<T>(-hi * to_float(sn[j])));
+    const T x1 =
+        from_float<T>(round_to<T>(hi * to_float(c[j + half])) + round_to<T>(lo * to_float(sn[j + half])));
+    T* dst = head < a.heads ? static_cast<T*>(a.q_out) + (static_cast<int64_t>(r) * a.heads + head) * D
+                            : static_cast<T*>(a.k_pages) + (slot_row + head - a.heads) * D;
+    dst[j] = x0, dst[j + half] = x1;
+  }
+}
+
+// Warp w of block b computes P outputs of the R rows: [first, first + P), first = (b · warps + w) · P; with
+// the rope epilogue (P = 2) the pair (o, o + D/2) of one head, o = head · D + j for the warp's pair index
+// head · D/2 + j. Its lanes stride over k 16 bytes at a time, the loads of the next stride issued before this
+// stride's arithmetic (the first ones before the prologue, which only reads L2-resident rows).
 template <typename T, int R, int P>
 __global__ void __launch_bounds__(kLinearThreads) decode_linear_kernel(DecodeLinearArgs a) {
   constexpr int V = 16 / sizeof(T);
@@ -101,20 +133,28 @@ __global__ void __launch_bounds__(kLinearThreads) decode_linear_kernel(DecodeLin
   T* xs = reinterpret_cast<T*>(raw);
   __shared__ float partial[R][kLinearWarps];
   const int lane = threadIdx.x % 32;
-  const int64_t first = (static_cast<int64_t>(blockIdx.x) * kLinearWarps + threadIdx.x / 32) * P;
-  const T* w = static_cast<const T*>(a.weight) + first * a.k;
+  const int64_t warp_id = static_cast<int64_t>(blockIdx.x) * kLinearWarps + threadIdx.x / 32;
+  int64_t out[P];
+  bool valid[P];
+#pragma unroll
+  for (int j = 0; j < P; ++j) {
+    const int half = a.head_dim / 2;
+    out[j] = a.rope ? (warp_id / half) * a.head_dim + warp_id % half + j * half : warp_id * P + j;
+    valid[j] = a.rope ? warp_id < a.n / 2 : out[j] < a.n;
+  }
+  const T* w = static_cast<const T*>(a.weight);
   const int64_t stride = 32 * V;
   uint4 next[P] = {};
 #pragma unroll
   for (int j = 0; j < P; ++j)
-    if (first + j < a.n && lane * V < a.k)
-      next[j] = __ldg(reinterpret_cast<const uint4*>(w + j * a.k + lane * V));
+    if (valid[j] && lane * V < a.k)
+      next[j] = __ldg(reinterpret_cast<const uint4*>(w + out[j] * a.k + lane * V));
   if (a.prologue == DecodeLinearPrologue::kNorm)
     norm_prologue<T, R>(a, xs, partial);
   else
     silu_mul_prologue<T, R>(a, xs);
   __syncthreads();
-  if (first >= a.n) return;
+  if (!valid[0]) return;
   float acc[P][R] = {};
   for (int64_t c = lane * V; c < a.k; c += stride) {
     float wf[P][V];
@@ -122,8 +162,8 @@ __global__ void __launch_bounds__(kLinearThreads) decode_linear_kernel(DecodeLin
     for (int j = 0; j < P; ++j) unpack16<T>(next[j], wf[j]);
 #pragma unroll
     for (int j = 0; j < P; ++j)
-      if (first + j < a.n && c + stride < a.k)
-        next[j] = __ldg(reinterpret_cast<const uint4*>(w + j * a.k + c + stride));
+      if (valid[j] && c + stride < a.k)
+        next[j] = __ldg(reinterpret_cast<const uint4*>(w + out[j] * a.k + c + stride));
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       float xf[V];
@@ -134,16 +174,22 @@ __global__ void __launch_bounds__(kLinearThreads) decode_linear_kernel(DecodeLin
         for (int e = 0; e < V; ++e) acc[j][r] += wf[j][e] * xf[e];
     }
   }
+  float sums[P][R];
+#pragma unroll
+  for (int j = 0; j < P; ++j)
+#pragma unroll
+    for (int r = 0; r < R; ++r) sums[j][r] = warp_sum(acc[j][r]);  // every lane takes part and gets the sums
+  if constexpr (P == 2) {
+    if (a.rope) return rope_epilogue<T, R>(a, out[0], sums);
+  }
   const T* bias = static_cast<const T*>(a.bias);
   T* y = static_cast<T*>(a.y);
 #pragma unroll
   for (int j = 0; j < P; ++j)
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const float s = warp_sum(acc[j][r]);  // every lane takes part; lane j · R + r writes
-      if (lane == j * R + r && first + j < a.n)
-        y[r * a.n + first + j] = from_float<T>(s + (bias ? to_float(bias[first + j]) : 0.f));
-    }
+    for (int r = 0; r < R; ++r)  // lane j · R + r writes
+      if (lane == j * R + r && valid[j])
+        y[r * a.n + out[j]] = from_float<T>(sums[j][r] + (bias ? to_float(bias[out[j]]) : 0.f));
 }
 
 #ifndef MUSACODER_CUDA_EMULATION
@@ -174,6 +220,7 @@ int launch_with(const DecodeLinearArgs& a, int64_t smem, cudaStream_t s) {
 
 template <typename T, int R>
 int launch_rows(const DecodeLinearArgs& a, int64_t smem, int sms, cudaStream_t s) {
+  if (a.rope) return launch_with<T, R, 2>(a, smem, s);  // a warp per rotated pair
   switch (outputs_per_warp(a.n, sms)) {
     case 4:
       return launch_with<T, R, 4>(a, smem, s);
@@ -209,8 +256,12 @@ int decode_linear_launch(const DecodeLinearArgs& a, void* stream) {
   const bool inputs = a.prologue == DecodeLinearPrologue::kNorm
                           ? a.h && a.norm_weight && (!a.delta || a.h_out)
                           : a.gate && a.up && a.in_stride >= a.k;
+  const bool outputs = a.rope ? a.head_dim >= 2 && a.head_dim % 2 == 0 && a.heads >= 1 && a.kv_heads >= 1 &&
+                                    a.n == static_cast<int64_t>(a.heads + 2 * a.kv_heads) * a.head_dim &&
+                                    a.q_out && a.cos && a.sin && a.slots && a.k_pages && a.v_pages
+                              : a.y != nullptr;
   if (a.rows < 1 || a.rows > kDecodeLinearMaxRows || a.n < 1 || a.k < 1 || (a.k * element) % 16 != 0 ||
-      !aligned16(a.weight) || !a.y || !inputs || a.n > 2147483647LL * kLinearWarps)
+      !aligned16(a.weight) || !outputs || !inputs || a.n > 2147483647LL * kLinearWarps)
     return cudaErrorInvalidValue;
   int device = 0, sms = 0, optin = 0;
   if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;

@@ -3,6 +3,8 @@
 //   norm      y = RMSNorm(h + delta) · Wᵀ + b, and h + delta written to h_out (add_rms_norm_cuda, then the
 //             linear: the q/k/v and gate/up projections, the LM head)
 //   silu_mul  y = (silu(gate) · up) · Wᵀ + b (silu_mul_cuda, then the linear: the down projection)
+// and, after a fused q/k/v projection with the norm, rope_write_kv's work as the epilogue (RoPE on q and k, k
+// and v written into the paged cache): one kernel from the residual stream to the decode kernel's inputs.
 // At batch 1 a decode step is one kernel after another (~270 for a 28-layer model), and each costs its
 // launch-to-launch gap inside the CUDA graph besides its own time: the norm and SiLU·mul kernels (three a
 // layer) read a few kilobytes each and are all gap and latency. Here every block recomputes the prologue for
@@ -41,6 +43,18 @@ struct DecodeLinearArgs {
   const void* gate = nullptr;
   const void* up = nullptr;
   int64_t in_stride = 0;
+  // The q/k/v epilogue (rope_write_kv_cuda's, after a fused q/k/v projection): with rope, the n = (heads +
+  // 2 · kv_heads) · head_dim outputs are q's heads, then k's, then v's; q and k are rotated by cos/sin
+  // (rows, head_dim) as rope_write_kv rotates them, q is written to q_out (rows, heads, head_dim), k and v
+  // into k_pages / v_pages (slots, kv_heads, head_dim) at slots[row]; y is not written.
+  bool rope = false;
+  void* q_out = nullptr;
+  const void* cos = nullptr;
+  const void* sin = nullptr;
+  const int64_t* slots = nullptr;
+  void* k_pages = nullptr;
+  void* v_pages = nullptr;
+  int heads = 0, kv_heads = 0, head_dim = 0;
   int dtype = 0;  // 0 float32, 1 float16, 2 bfloat16
 };
 
@@ -65,6 +79,16 @@ bool decode_linear_takes(int64_t rows, const torch::Tensor& weight);
 // new tensor), as add_rms_norm_cuda leaves it. h (rows, k) on CUDA; delta like h or undefined.
 torch::Tensor norm_linear_cuda(torch::Tensor& h, const torch::Tensor& delta, const torch::Tensor& norm_weight,
                                double eps, const torch::Tensor& weight, const torch::Tensor& bias);
+// The fused q/k/v projection of a decode step with the norm before it and rope_write_kv after it: h, delta,
+// norm_weight, eps, weight, bias as norm_linear_cuda (weight: (heads + 2 · kv_heads) · head_dim rows); cos,
+// sin (rows, head_dim) and the pages in h's dtype; slots (rows) int64; k_pages, v_pages (blocks, block_size,
+// kv_heads, head_dim) contiguous. Returns the rotated q (rows, heads, head_dim) and writes the rotated k and
+// v into the pages at the slots.
+torch::Tensor norm_qkv_rope_cuda(torch::Tensor& h, const torch::Tensor& delta,
+                                 const torch::Tensor& norm_weight, double eps, const torch::Tensor& weight,
+                                 const torch::Tensor& bias, int heads, int kv_heads, int head_dim,
+                                 const torch::Tensor& cos, const torch::Tensor& sin,
+                                 const torch::Tensor& slots, torch::Tensor& k_pages, torch::Tensor& v_pages);
 // y = silu_mul(gate, up) · weightᵀ + bias; gate and up (rows, k) with the same strides, each row dense.
 torch::Tensor silu_mul_linear_cuda(const torch::Tensor& gate, const torch::Tensor& up,
                                    const torch::Tensor& weight, const torch::Tensor& bias);

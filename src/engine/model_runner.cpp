@@ -138,8 +138,28 @@ LayerCacheSpec AttentionMixer::cache_spec() const {
   return s;
 }
 
+torch::Tensor AttentionMixer::decode_qkv_rope(const LayerInput& in, const StepContext& ctx, torch::Tensor& kp,
+                                              torch::Tensor& vp) {
+#ifdef MUSACODER_ENGINE_CUDA
+  if (ctx.decode_linear && !attn_->q_norm && qkv_.fused() && kp.scalar_type() == in.h.scalar_type() &&
+      kp.is_contiguous() && vp.is_contiguous() && decode_linear_takes(in.h.size(0), qkv_.weight()))
+    return norm_qkv_rope_cuda(in.h, in.delta, in.norm->weight, in.norm->eps(), qkv_.weight(), qkv_.bias(),
+                              static_cast<int>(heads_), static_cast<int>(kv_heads_),
+                              static_cast<int>(head_dim_), ctx.cos, ctx.sin, ctx.slots, kp, vp);
+#endif
+  (void)in, (void)ctx, (void)kp, (void)vp;
+  return {};
+}
+
 torch::Tensor AttentionMixer::forward(const LayerInput& in, const StepContext& ctx, CachePool& cache,
                                       int layer) {
+  torch::Tensor& kp = cache.k(layer);
+  torch::Tensor& vp = cache.v(layer);
+  if (const torch::Tensor q = decode_qkv_rope(in, ctx, kp, vp); q.defined()) {  // a decode-only step
+    const auto out = paged_decode(q, kp, vp, ctx.block_tables, ctx.context_lens, ctx.max_context, scale_,
+                                  ctx.use_decode_kernel);
+    return attn_->o_proj(out.reshape({q.size(0), heads_ * head_dim_}));
+  }
   const auto qkv = in.project(qkv_);
   const int64_t N = qkv[0].size(0);
   auto q = qkv[0].view({N, heads_, head_dim_});
@@ -149,8 +169,6 @@ torch::Tensor AttentionMixer::forward(const LayerInput& in, const StepContext& c
     q = norm(attn_->q_norm, q, {}, ctx.fused_ops);
     k = norm(attn_->k_norm, k, {}, ctx.fused_ops);
   }
-  torch::Tensor& kp = cache.k(layer);
-  torch::Tensor& vp = cache.v(layer);
   rope_and_write_kv(q, k, v, ctx, kp, vp);
   std::vector<torch::Tensor> parts;
   if (ctx.num_decode > 0) {

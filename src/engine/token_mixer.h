@@ -92,6 +92,12 @@ class AttentionMixer : public TokenMixer {
   bool refresh_weights() override { return qkv_.refresh(); }
 
  private:
+  // With ctx.decode_linear, no q/k norm and pages in the activations' dtype: the input norm, the fused q/k/v
+  // projection, RoPE and the K/V write as one kernel (norm_qkv_rope_cuda); returns q, or an undefined tensor
+  // where that does not apply.
+  torch::Tensor decode_qkv_rope(const LayerInput& in, const StepContext& ctx, torch::Tensor& kp,
+                                torch::Tensor& vp);
+
   model::AttentionImpl* attn_;  // owned by the Decoder the runner holds
   int64_t heads_, kv_heads_, head_dim_;
   double scale_;

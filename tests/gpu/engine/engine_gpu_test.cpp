@@ -242,6 +242,48 @@ TEST(DecodeLinear, EqualsTheNormOrSiluMulKernelThenLinear) {
       "rows)\n",
       worst);
 }
+
+// The q/k/v epilogue: norm_qkv_rope_cuda equals norm_linear_cuda followed by rope_write_kv_cuda bit for bit
+// (an output's float sum is the same whichever warp computes it), q and both page tensors, rows scattered
+// over the pages; the 1.5B model's attention shape with its q/k/v bias.
+TEST(DecodeLinear, QkvWithRopeEqualsNormLinearThenRopeWriteKv) {
+  if (!have_cuda()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(14);
+  torch::NoGradGuard no_grad;
+  const int H = 12, Hkv = 2, D = 128;
+  const int64_t k = 1536, n = (H + 2 * Hkv) * D, blocks = 6, bs = 16;
+  for (auto dtype : {torch::kFloat, torch::kHalf, torch::kBFloat16})
+    for (int64_t rows = 1; rows <= kDecodeLinearMaxRows; ++rows) {
+      auto o = torch::TensorOptions().device(torch::kCUDA).dtype(dtype);
+      const torch::Tensor w = torch::randn({n, k}, o) / std::sqrt(static_cast<double>(k)),
+                          b = torch::randn({n}, o);
+      const torch::Tensor norm_w = torch::rand({k}, o) + 0.5, delta = torch::randn({rows, k}, o);
+      torch::Tensor h1 = torch::randn({rows, k}, o), h2 = h1.clone();
+      torch::Tensor emb = torch::randn({rows, D / 2}, o.dtype(torch::kFloat)) * 3;
+      emb = torch::cat({emb, emb}, -1);
+      const torch::Tensor cos = emb.cos().to(dtype), sin = emb.sin().to(dtype);
+      const torch::Tensor slots = torch::randperm(blocks * bs, o.dtype(torch::kLong)).narrow(0, 0, rows);
+      torch::Tensor kp_want = torch::randn({blocks, bs, Hkv, D}, o),
+                    vp_want = torch::randn({blocks, bs, Hkv, D}, o);
+      torch::Tensor kp_got = kp_want.clone(), vp_got = vp_want.clone();
+      const torch::Tensor qkv = norm_linear_cuda(h1, delta, norm_w, 1e-6, w, b);
+      const auto q_want = rope_write_kv_cuda(qkv.narrow(1, 0, H * D).view({rows, H, D}),
+                                             qkv.narrow(1, H * D, Hkv * D).view({rows, Hkv, D}),
+                                             qkv.narrow(1, (H + Hkv) * D, Hkv * D).view({rows, Hkv, D}), cos,
+                                             sin, slots, kp_want, vp_want)
+                              .first;
+      const torch::Tensor q_got =
+          norm_qkv_rope_cuda(h2, delta, norm_w, 1e-6, w, b, H, Hkv, D, cos, sin, slots, kp_got, vp_got);
+      const std::string what = std::string(c10::toString(dtype)) + " rows " + std::to_string(rows);
+      EXPECT_TRUE(torch::equal(h1, h2)) << what << ": h + delta";
+      EXPECT_TRUE(torch::equal(q_got, q_want)) << what << ": q";
+      EXPECT_TRUE(torch::equal(kp_got, kp_want)) << what << ": k pages";
+      EXPECT_TRUE(torch::equal(vp_got, vp_want)) << what << ": v pages";
+    }
+  std::printf(
+      "GPU_RESULT decode_linear rope: q, k and v pages equal norm_linear + rope_write_kv (3 dtypes, 1-4 "
+      "rows)\n");
+}
 #else
 TEST(FusedOps, EqualTheModuleOps) {
   GTEST_SKIP() << "no CUDA device (the fused kernels are built with CUDA libtorch)";

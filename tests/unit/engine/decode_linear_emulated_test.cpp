@@ -32,6 +32,17 @@ std::vector<T> nans(size_t n) {
   return v;
 }
 
+// rope_write_kv's rotation of one head row (j, j + half), with its roundings.
+template <typename T>
+void host_rotate(const T* x, const T* c, const T* s, int half, T* out) {
+  for (int j = 0; j < half; ++j) {
+    const float lo = to_float(x[j]), hi = to_float(x[j + half]);
+    out[j] = from_float<T>(round_to<T>(lo * to_float(c[j])) + round_to<T>(-hi * to_float(s[j])));
+    out[j + half] =
+        from_float<T>(round_to<T>(hi * to_float(c[j + half])) + round_to<T>(lo * to_float(s[j + half])));
+  }
+}
+
 template <typename T>
 double relative_rounding() {
   return sizeof(T) == 4 ? 1e-6 : (std::is_same_v<T, __half> ? 1.0 / 2048 : 1.0 / 256);
@@ -72,6 +83,31 @@ std::vector<T> host_prologue(const Case& c, int64_t k, int64_t in_stride, const 
   return x;
 }
 
+// Launches decode_linear_kernel<T, rows, per_warp> over `blocks` blocks (the emulator runs them in turn).
+template <typename T>
+void launch_kernel(const DecodeLinearArgs& a, int per_warp, unsigned blocks, size_t smem) {
+  auto kernel = [&](auto rows_tag, auto per_warp_tag) {
+    decode_linear_kernel<T, decltype(rows_tag)::value, decltype(per_warp_tag)::value>(a);
+  };
+  auto with_rows = [&](auto per_warp_tag) {
+    switch (a.rows) {
+      case 1:
+        return kernel(std::integral_constant<int, 1>{}, per_warp_tag);
+      case 2:
+        return kernel(std::integral_constant<int, 2>{}, per_warp_tag);
+      case 3:
+        return kernel(std::integral_constant<int, 3>{}, per_warp_tag);
+      default:
+        return kernel(std::integral_constant<int, 4>{}, per_warp_tag);
+    }
+  };
+  cuda_emulation::launch({blocks, 1, 1}, kLinearThreads, smem, [&] {
+    if (per_warp == 4) return with_rows(std::integral_constant<int, 4>{});
+    if (per_warp == 2) return with_rows(std::integral_constant<int, 2>{});
+    with_rows(std::integral_constant<int, 1>{});
+  });
+}
+
 template <typename T>
 void run_case(const Case& c, std::mt19937& rng) {
   constexpr int V = 16 / sizeof(T);
@@ -91,27 +127,7 @@ void run_case(const Case& c, std::mt19937& rng) {
   const int per_block = c.per_warp * kLinearWarps;
   const unsigned blocks = static_cast<unsigned>((n + per_block - 1) / per_block);
   const size_t smem = static_cast<size_t>(decode_linear_shared_bytes(c.rows, k, sizeof(T) == 4 ? 0 : 1));
-  auto body = [&] {
-    auto kernel = [&](auto rows_tag, auto per_warp_tag) {
-      decode_linear_kernel<T, decltype(rows_tag)::value, decltype(per_warp_tag)::value>(a);
-    };
-    auto with_rows = [&](auto per_warp_tag) {
-      switch (c.rows) {
-        case 1:
-          return kernel(std::integral_constant<int, 1>{}, per_warp_tag);
-        case 2:
-          return kernel(std::integral_constant<int, 2>{}, per_warp_tag);
-        case 3:
-          return kernel(std::integral_constant<int, 3>{}, per_warp_tag);
-        default:
-          return kernel(std::integral_constant<int, 4>{}, per_warp_tag);
-      }
-    };
-    if (c.per_warp == 4) return with_rows(std::integral_constant<int, 4>{});
-    if (c.per_warp == 2) return with_rows(std::integral_constant<int, 2>{});
-    with_rows(std::integral_constant<int, 1>{});
-  };
-  cuda_emulation::launch({blocks, 1, 1}, kLinearThreads, smem, body);
+  launch_kernel<T>(a, c.per_warp, blocks, smem);
 
   auto h_sum = nans<T>(size_t(c.rows) * k);
   const auto x = host_prologue<T>(c, k, in_stride, h, delta, norm_w, eps, gate_up, h_sum);
@@ -140,6 +156,51 @@ void run_case(const Case& c, std::mt19937& rng) {
   EXPECT_EQ(bad, 0) << what;
 }
 
+// The q/k/v epilogue against the same kernel without it followed by rope_write_kv's formulas on the host: an
+// output's float sum does not depend on which warp computes it, so q and the pages are compared bit for bit.
+template <typename T>
+void run_rope_case(int rows, bool bias_on, std::mt19937& rng) {
+  constexpr int V = 16 / sizeof(T);
+  const int H = 3, Hkv = 1, D = 16, half = D / 2, slots_total = 9;
+  const int64_t n = (H + 2 * Hkv) * D, k = 32 * V + V;
+  const auto weight = random_values<T>(size_t(n) * k, rng), bias = random_values<T>(n, rng);
+  const auto h = random_values<T>(size_t(rows) * k, rng), delta = random_values<T>(size_t(rows) * k, rng);
+  const auto norm_w = random_values<T>(k, rng), cos = random_values<T>(size_t(rows) * D, rng),
+             sin = random_values<T>(size_t(rows) * D, rng);
+  std::vector<int64_t> slots(slots_total);
+  for (int i = 0; i < slots_total; ++i) slots[i] = i;
+  std::shuffle(slots.begin(), slots.end(), rng);
+  auto k_pages = random_values<T>(size_t(slots_total) * Hkv * D, rng),
+       v_pages = random_values<T>(k_pages.size(), rng);
+  auto q_out = nans<T>(size_t(rows) * H * D), y = nans<T>(size_t(rows) * n),
+       h_out = nans<T>(size_t(rows) * k);
+  DecodeLinearArgs a;
+  a.weight = weight.data(), a.bias = bias_on ? bias.data() : nullptr, a.rows = rows, a.n = n, a.k = k;
+  a.h = h.data(), a.delta = delta.data(), a.norm_weight = norm_w.data(), a.h_out = h_out.data(),
+  a.eps = 1e-6f;
+  const size_t smem = static_cast<size_t>(decode_linear_shared_bytes(rows, k, sizeof(T) == 4 ? 0 : 1));
+  a.y = y.data();
+  launch_kernel<T>(a, 1, static_cast<unsigned>((n + kLinearWarps - 1) / kLinearWarps), smem);
+  std::vector<T> q_want(q_out.size()), kp_want = k_pages, vp_want = v_pages;
+  for (int r = 0; r < rows; ++r) {
+    const T* yr = y.data() + r * n;
+    const T *c = cos.data() + r * D, *s = sin.data() + r * D;
+    for (int hd = 0; hd < H; ++hd) host_rotate<T>(yr + hd * D, c, s, half, &q_want[(size_t(r) * H + hd) * D]);
+    host_rotate<T>(yr + H * D, c, s, half, &kp_want[size_t(slots[r]) * Hkv * D]);
+    std::copy(yr + (H + Hkv) * D, yr + (H + 2 * Hkv) * D, &vp_want[size_t(slots[r]) * Hkv * D]);
+  }
+  a.y = nullptr, a.rope = true, a.q_out = q_out.data(), a.cos = cos.data(), a.sin = sin.data();
+  a.slots = slots.data(), a.k_pages = k_pages.data(), a.v_pages = v_pages.data();
+  a.heads = H, a.kv_heads = Hkv, a.head_dim = D;
+  launch_kernel<T>(a, 2, static_cast<unsigned>((n / 2 + kLinearWarps - 1) / kLinearWarps), smem);
+  const std::string what = "rope, rows " + std::to_string(rows) + (bias_on ? ", bias" : "");
+  EXPECT_EQ(std::memcmp(q_out.data(), q_want.data(), q_want.size() * sizeof(T)), 0) << what << ": q";
+  EXPECT_EQ(std::memcmp(k_pages.data(), kp_want.data(), kp_want.size() * sizeof(T)), 0)
+      << what << ": k pages";
+  EXPECT_EQ(std::memcmp(v_pages.data(), vp_want.data(), vp_want.size() * sizeof(T)), 0)
+      << what << ": v pages";
+}
+
 template <typename T>
 void run_all(unsigned seed) {
   std::mt19937 rng(seed);
@@ -151,6 +212,7 @@ void run_all(unsigned seed) {
     }
   run_case<T>({3, 4, true, true, DecodeLinearPrologue::kNorm}, rng);
   run_case<T>({3, 1, true, false, DecodeLinearPrologue::kSiluMul}, rng);
+  for (int rows : {1, 3, 4}) run_rope_case<T>(rows, rows != 3, rng);
 }
 
 TEST(DecodeLinearEmulated, Float32) {
