@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -105,7 +106,8 @@ int main(int argc, char** argv) {
   std::string dir, dtype = "auto", device = "cuda";
   std::vector<int64_t> batches = {1, 16, 64, 256};
   int64_t prompt_len = 512, new_tokens = 512;
-  bool no_graphs = false, no_fused = false, no_fused_projections = false, no_decode_linear = false;
+  bool no_graphs = false, no_fused = false, no_fused_projections = false, no_decode_linear = false,
+       no_pdl = false;
   std::string trace_dir;
   int64_t trace_tokens = 32;
   int decode_steps = 0;
@@ -121,6 +123,7 @@ int main(int argc, char** argv) {
   app.add_flag("--no-fused-projections", no_fused_projections, "q/k/v and gate/up as separate matmuls");
   app.add_flag("--no-decode-linear", no_decode_linear,
                "small decode batches: cuBLAS after the norm / SiLU-mul kernels instead of decode_linear");
+  app.add_flag("--no-pdl", no_pdl, "decode_linear kernels launched without programmatic dependent launch");
   app.add_option("--decode-steps", decode_steps,
                  "decode steps per host round trip (EngineOptions; 0: its default)")
       ->check(CLI::Range(0, 64));
@@ -128,6 +131,7 @@ int main(int argc, char** argv) {
   app.add_option("--trace-tokens", trace_tokens, "new tokens of the traced run")
       ->check(CLI::Range(2, 100000));
   CLI11_PARSE(app, argc, argv);
+  if (no_pdl) setenv("MUSACODER_NO_PDL", "1", 1);  // read once, at the first decode_linear launch
   engine::EngineOptions o;
   o.max_num_seqs = *std::max_element(batches.begin(), batches.end());
   o.max_num_batched_tokens = 8192;

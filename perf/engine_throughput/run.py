@@ -2,7 +2,7 @@
 
   python3 perf/engine_throughput/run.py --engine build-gpu/perf/engine_throughput/engine_throughput \
       [--batch-sizes 1,16,64,256] [--prompt-len 512] [--new-tokens 512] [--model DIR] [--json OUT] [--compare-unfused]
-      [--compare-one-step] [--compare-decode-linear] [--trace-dir DIR [--trace-tokens 32]]
+      [--compare-one-step] [--compare-decode-linear] [--compare-no-pdl] [--trace-dir DIR [--trace-tokens 32]]
 
 Without --model: a random model of Qwen2.5-Coder-1.5B's shape in bf16 (saved to a temp dir). Both sides decode
 greedily with eos ignored: output tokens/s per batch size, and batch-1 decode as a fraction of the HBM bound
@@ -13,6 +13,8 @@ separate q/k/v and gate/up matmuls (fused_linear.h).
 its multi-step default (EngineOptions::decode_steps); print default / one-step per batch.
 --compare-decode-linear: our engine once more with --no-decode-linear (cuBLAS after the norm and SiLU·mul kernels
 instead of the decode_linear kernels of decode_linear_cuda.h, batches of at most 4); print with / without per batch.
+--compare-no-pdl: our engine once more with --no-pdl (the decode_linear kernels launched the ordinary way instead of
+with programmatic dependent launch); print with / without per batch.
 --trace-dir: our engine also traces --trace-tokens decode steps per batch size with the PyTorch profiler
 (DIR/engine_b<B>.json) and the GPU time per step by kernel is printed (perf/common/trace_summary.py).
 """
@@ -85,6 +87,8 @@ def main():
                    help="also run the engine with --decode-steps 1; print multi-step / one-step per batch")
     p.add_argument("--compare-decode-linear", action="store_true",
                    help="also run the engine with --no-decode-linear; print with / without per batch")
+    p.add_argument("--compare-no-pdl", action="store_true",
+                   help="also run the engine with --no-pdl; print with / without per batch")
     p.add_argument("--trace-dir", help="also trace decode steps of our engine per batch size (PyTorch profiler)")
     p.add_argument("--trace-tokens", type=int, default=32)
     a = p.parse_args()
@@ -110,6 +114,7 @@ def main():
     unfused = run_engine(cmd + ["--no-fused-ops", "--no-fused-projections"])[0] if a.compare_unfused else {}
     one_step = run_engine(cmd + ["--decode-steps", "1"])[0] if a.compare_one_step else {}
     no_gemv = run_engine(cmd + ["--no-decode-linear"])[0] if a.compare_decode_linear else {}
+    no_pdl = run_engine(cmd + ["--no-pdl"])[0] if a.compare_no_pdl else {}
     gpu = torch.cuda.get_device_name()
     bw = bandwidth(gpu)
     print(f"\n{gpu}, {weight_bytes / 1e9:.2f} GB of weights, prompt {a.prompt_len}, new {a.new_tokens}")
@@ -125,7 +130,8 @@ def main():
                                               ("musacoder_one_step", "one step per round trip",
                                                "multi-step / one-step", one_step),
                                               ("musacoder_no_decode_linear", "without decode_linear",
-                                               "with / without", no_gemv)):
+                                               "with / without", no_gemv),
+                                              ("musacoder_no_pdl", "without PDL", "with / without", no_pdl)):
             if b in other and o:
                 rows[-1][key] = other[b]
                 print(f"{'':>6} {label} {other[b]['tokens_per_s']:>8.1f} tok/s: {ratio_name} "
@@ -163,6 +169,7 @@ def run_engine(cmd):
             r["fused_ops"] = "--no-fused-ops" not in cmd
             r["fused_projections"] = "--no-fused-projections" not in cmd
             r["decode_linear"] = "--no-decode-linear" not in cmd
+            r["pdl"] = "--no-pdl" not in cmd
             r["decode_steps"] = cmd[cmd.index("--decode-steps") + 1] if "--decode-steps" in cmd else "default"
             out[r["batch"]] = r
             print(json.dumps(r), flush=True)

@@ -8,6 +8,9 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <cstdlib>
+#include <string_view>
+
 #include "core/cuda_dtype.cuh"
 #endif
 
@@ -67,6 +70,31 @@ __device__ void norm_prologue(const DecodeLinearArgs& a, T* xs, float (*partial)
       xs[i] = from_float<T>(to_float(w[c]) * round_to<T>(to_float(xs[i]) * rstd));
     }
   }
+}
+
+// xs ← the R rows of x (a.gate, in_stride elements apart) as they are.
+template <typename T, int R>
+__device__ void copy_prologue(const DecodeLinearArgs& a, T* xs) {
+  const T* x = static_cast<const T*>(a.gate);
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+    for (int64_t c = threadIdx.x; c < a.k; c += blockDim.x) xs[r * a.k + c] = x[r * a.in_stride + c];
+}
+
+// Programmatic dependent launch (sm_90): the kernel is launched so that it may start before the kernel ahead
+// of it in the stream has finished (cudaLaunchAttributeProgrammaticStreamSerialization); wait() returns once
+// that kernel has completed and its writes are visible, so nothing it wrote may be read, and nothing written,
+// before. launch_dependents() lets the next such kernel start once every block of this one has called it.
+// Elsewhere (older GPUs, the CPU emulation) both are nothing and launches are ordinary.
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
 }
 
 // xs ← round(round(silu(gate)) · up) of the R rows, as silu_mul_kernel rounds it.
@@ -149,10 +177,14 @@ __global__ void __launch_bounds__(kLinearThreads) decode_linear_kernel(DecodeLin
   for (int j = 0; j < P; ++j)
     if (valid[j] && lane * V < a.k)
       next[j] = __ldg(reinterpret_cast<const uint4*>(w + out[j] * a.k + lane * V));
+  pdl_wait();  // the weights are no kernel's output: their first loads go out before the previous kernel ends
+  pdl_launch_dependents();
   if (a.prologue == DecodeLinearPrologue::kNorm)
     norm_prologue<T, R>(a, xs, partial);
-  else
+  else if (a.prologue == DecodeLinearPrologue::kSiluMul)
     silu_mul_prologue<T, R>(a, xs);
+  else
+    copy_prologue<T, R>(a, xs);
   __syncthreads();
   if (!valid[0]) return;
   float acc[P][R] = {};
@@ -193,6 +225,18 @@ __global__ void __launch_bounds__(kLinearThreads) decode_linear_kernel(DecodeLin
 }
 
 #ifndef MUSACODER_CUDA_EMULATION
+// Programmatic dependent launch on sm_90 and later, unless MUSACODER_NO_PDL is set (for A/B measurements).
+bool pdl_enabled() {
+  static const bool on = [] {
+    int device = 0, major = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    const char* off = std::getenv("MUSACODER_NO_PDL");
+    return major >= 9 && !(off && *off && std::string_view(off) != "0");
+  }();
+  return on;
+}
+
 // Outputs per warp: 4 for matrices with enough rows to give every SM two blocks at 4, else fewer (the
 // q/k/v and o projections of a 1.5B model have 1,536–2,048 rows: one per warp, 192–256 blocks).
 int outputs_per_warp(int64_t n, int sms) {
@@ -214,8 +258,17 @@ int launch_with(const DecodeLinearArgs& a, int64_t smem, cudaStream_t s) {
     allowed = smem;
   }
   const int64_t per_block = static_cast<int64_t>(P) * kLinearWarps;
-  kernel<<<static_cast<unsigned>((a.n + per_block - 1) / per_block), kLinearThreads, smem, s>>>(a);
-  return cudaGetLastError();
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>((a.n + per_block - 1) / per_block));
+  config.blockDim = dim3(kLinearThreads);
+  config.dynamicSmemBytes = static_cast<size_t>(smem);
+  config.stream = s;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attribute;
+  config.numAttrs = pdl_enabled() ? 1 : 0;
+  return cudaLaunchKernelEx(&config, kernel, a);
 }
 
 template <typename T, int R>
@@ -253,9 +306,10 @@ bool aligned16(const void* p) {
 
 int decode_linear_launch(const DecodeLinearArgs& a, void* stream) {
   const int64_t element = a.dtype == 0 ? 4 : 2, smem = decode_linear_shared_bytes(a.rows, a.k, a.dtype);
-  const bool inputs = a.prologue == DecodeLinearPrologue::kNorm
-                          ? a.h && a.norm_weight && (!a.delta || a.h_out)
-                          : a.gate && a.up && a.in_stride >= a.k;
+  const bool inputs =
+      a.prologue == DecodeLinearPrologue::kNorm
+          ? a.h && a.norm_weight && (!a.delta || a.h_out)
+          : a.gate && (a.up || a.prologue == DecodeLinearPrologue::kCopy) && a.in_stride >= a.k;
   const bool outputs = a.rope ? a.head_dim >= 2 && a.head_dim % 2 == 0 && a.heads >= 1 && a.kv_heads >= 1 &&
                                     a.n == static_cast<int64_t>(a.heads + 2 * a.kv_heads) * a.head_dim &&
                                     a.q_out && a.cos && a.sin && a.slots && a.k_pages && a.v_pages

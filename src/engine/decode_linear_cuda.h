@@ -9,7 +9,12 @@
 // launch-to-launch gap inside the CUDA graph besides its own time: the norm and SiLU·mul kernels (three a
 // layer) read a few kilobytes each and are all gap and latency. Here every block recomputes the prologue for
 // its rows into shared memory (the rows are a few kilobytes, read from L2) and then streams its slice of W
-// with 16-byte loads, the next slice's loads issued before the current one is used.
+// with 16-byte loads, the next slice's loads issued before the current one is used. On sm_90 the kernels are
+// launched with programmatic dependent launch: a kernel's first weight loads go out while the kernel before
+// it in the stream (or the CUDA graph) finishes, and it reads that kernel's outputs only after
+// griddepcontrol.wait (MUSACODER_NO_PDL=1 launches them the ordinary way, for A/B measurements). The o
+// projection, which has no prologue, runs here too (decode_linear_cuda, x copied) so that the chain of a
+// layer's projections overlaps.
 //
 // Roundings are the unfused ops': the prologue's result is rounded to the element type exactly as
 // add_rms_norm_cuda / silu_mul_cuda round it, h + delta is rounded before the norm, and the product is
@@ -23,7 +28,7 @@ namespace musacoder::engine {
 
 constexpr int kDecodeLinearMaxRows = 4;
 
-enum class DecodeLinearPrologue : int { kNorm = 0, kSiluMul = 1 };
+enum class DecodeLinearPrologue : int { kNorm = 0, kSiluMul = 1, kCopy = 2 };
 
 struct DecodeLinearArgs {
   void* y = nullptr;               // (rows, n) contiguous
@@ -39,7 +44,7 @@ struct DecodeLinearArgs {
   void* h_out = nullptr;
   float eps = 0;
   // kSiluMul: gate and up rows of k elements, in_stride elements between rows (e.g. the halves of a fused
-  // gate/up product).
+  // gate/up product). kCopy: x = gate, rows of k elements in_stride apart, taken as they are.
   const void* gate = nullptr;
   const void* up = nullptr;
   int64_t in_stride = 0;
@@ -89,6 +94,9 @@ torch::Tensor norm_qkv_rope_cuda(torch::Tensor& h, const torch::Tensor& delta,
                                  const torch::Tensor& bias, int heads, int kv_heads, int head_dim,
                                  const torch::Tensor& cos, const torch::Tensor& sin,
                                  const torch::Tensor& slots, torch::Tensor& k_pages, torch::Tensor& v_pages);
+// y = x · weightᵀ + bias; x (rows, k) with dense rows.
+torch::Tensor decode_linear_cuda(const torch::Tensor& x, const torch::Tensor& weight,
+                                 const torch::Tensor& bias);
 // y = silu_mul(gate, up) · weightᵀ + bias; gate and up (rows, k) with the same strides, each row dense.
 torch::Tensor silu_mul_linear_cuda(const torch::Tensor& gate, const torch::Tensor& up,
                                    const torch::Tensor& weight, const torch::Tensor& bias);

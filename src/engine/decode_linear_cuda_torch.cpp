@@ -119,6 +119,17 @@ torch::Tensor norm_qkv_rope_cuda(torch::Tensor& h, const torch::Tensor& delta,
   return q;
 }
 
+torch::Tensor decode_linear_cuda(const torch::Tensor& x, const torch::Tensor& weight,
+                                 const torch::Tensor& bias) {
+  const char* who = "decode_linear_cuda";
+  DecodeLinearArgs a = linear_args(x, weight, bias, who);
+  TORCH_CHECK(x.stride(1) == 1, who, ": x must have dense rows");
+  a.prologue = DecodeLinearPrologue::kCopy;
+  a.gate = x.data_ptr();
+  a.in_stride = x.size(0) == 1 ? x.size(1) : x.stride(0);
+  return launch_y(a, weight, who);
+}
+
 torch::Tensor silu_mul_linear_cuda(const torch::Tensor& gate, const torch::Tensor& up,
                                    const torch::Tensor& weight, const torch::Tensor& bias) {
   const char* who = "silu_mul_linear_cuda";

@@ -157,8 +157,14 @@ torch::Tensor AttentionMixer::forward(const LayerInput& in, const StepContext& c
   torch::Tensor& vp = cache.v(layer);
   if (const torch::Tensor q = decode_qkv_rope(in, ctx, kp, vp); q.defined()) {  // a decode-only step
     const auto out = paged_decode(q, kp, vp, ctx.block_tables, ctx.context_lens, ctx.max_context, scale_,
-                                  ctx.use_decode_kernel);
-    return attn_->o_proj(out.reshape({q.size(0), heads_ * head_dim_}));
+                                  ctx.use_decode_kernel)
+                         .reshape({q.size(0), heads_ * head_dim_});
+#ifdef MUSACODER_ENGINE_CUDA
+    const auto& o = attn_->o_proj;
+    if (decode_linear_takes(out.size(0), o->weight) && out.stride(1) == 1)
+      return decode_linear_cuda(out, o->weight, o->bias);
+#endif
+    return attn_->o_proj(out);
   }
   const auto qkv = in.project(qkv_);
   const int64_t N = qkv[0].size(0);

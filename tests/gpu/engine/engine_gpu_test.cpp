@@ -235,6 +235,12 @@ TEST(DecodeLinear, EqualsTheNormOrSiluMulKernelThenLinear) {
         const torch::Tensor got3 = silu_mul_linear_cuda(g, u, w, b);
         EXPECT_LE(rel(got3, want3), tol) << what << ": silu_mul";
         worst = std::max(worst, rel(got3, want3) / tol);
+        // No prologue (the o projection), on a strided row view.
+        const torch::Tensor x = gu.narrow(1, s.k / 2, s.k);
+        const torch::Tensor want4 = torch::nn::functional::linear(x, w, b),
+                            got4 = decode_linear_cuda(x, w, b);
+        EXPECT_LE(rel(got4, want4), tol) << what << ": plain";
+        worst = std::max(worst, rel(got4, want4) / tol);
       }
   }
   std::printf(

@@ -61,6 +61,10 @@ std::vector<T> host_prologue(const Case& c, int64_t k, int64_t in_stride, const 
                              const std::vector<T>& gate_up, std::vector<T>& h_sum) {
   std::vector<T> x(size_t(c.rows) * k);
   for (int r = 0; r < c.rows; ++r) {
+    if (c.prologue == DecodeLinearPrologue::kCopy) {
+      for (int64_t i = 0; i < k; ++i) x[r * k + i] = gate_up[r * in_stride + i];
+      continue;
+    }
     if (c.prologue == DecodeLinearPrologue::kSiluMul) {
       for (int64_t i = 0; i < k; ++i) {
         const float g = to_float(gate_up[r * in_stride + i]);
@@ -132,7 +136,9 @@ void run_case(const Case& c, std::mt19937& rng) {
   auto h_sum = nans<T>(size_t(c.rows) * k);
   const auto x = host_prologue<T>(c, k, in_stride, h, delta, norm_w, eps, gate_up, h_sum);
   const std::string what = "rows " + std::to_string(c.rows) + ", per warp " + std::to_string(c.per_warp) +
-                           (c.prologue == DecodeLinearPrologue::kNorm ? ", norm" : ", silu_mul") +
+                           (c.prologue == DecodeLinearPrologue::kNorm   ? ", norm"
+                            : c.prologue == DecodeLinearPrologue::kCopy ? ", copy"
+                                                                        : ", silu_mul") +
                            (c.delta ? " + delta" : "") + (c.bias ? ", bias" : "");
   if (c.prologue == DecodeLinearPrologue::kNorm && c.delta) {
     EXPECT_EQ(std::memcmp(h_out.data(), h_sum.data(), h_sum.size() * sizeof(T)), 0) << "h + delta, " << what;
@@ -209,6 +215,7 @@ void run_all(unsigned seed) {
       run_case<T>({rows, per_warp, true, true, DecodeLinearPrologue::kNorm}, rng);
       run_case<T>({rows, per_warp, false, false, DecodeLinearPrologue::kNorm}, rng);
       run_case<T>({rows, per_warp, rows % 2 == 0, false, DecodeLinearPrologue::kSiluMul}, rng);
+      run_case<T>({rows, per_warp, rows != 2, false, DecodeLinearPrologue::kCopy}, rng);
     }
   run_case<T>({3, 4, true, true, DecodeLinearPrologue::kNorm}, rng);
   run_case<T>({3, 1, true, false, DecodeLinearPrologue::kSiluMul}, rng);
