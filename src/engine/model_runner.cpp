@@ -405,7 +405,9 @@ torch::Tensor ModelRunner::eager_step(const std::vector<SeqWork>& works, const t
     ctx.prefill_max_len = prefill_max;
   }
   set_rope(ctx, max_pos);
-  return forward_tokens(ids, ctx, rows);
+  // Every row samples (R == N: single-token works that all want logits): no selection, so a decode-only step
+  // takes the same final norm + LM head path eagerly as in its graph.
+  return forward_tokens(ids, ctx, R == N ? torch::Tensor() : rows);
 }
 
 torch::Tensor ModelRunner::graph_step(const std::vector<SeqWork>& works, const torch::Tensor& decode_ids) {
