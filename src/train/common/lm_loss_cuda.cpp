@@ -3,11 +3,9 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 
 #include <limits>
-#if MUSACODER_HAVE_CUBLAS
-#include <cublas_v2.h>
-#endif
 
 #include "model/kernel_dtype.h"
 #include "train/common/cuda/lm_loss_kernels.h"
@@ -60,28 +58,33 @@ at::Tensor cuda_lm_grad(const at::Tensor& logits, const at::Tensor& targets, con
   return grad;
 }
 
-// A float32-output GEMM for 16-bit inputs through cublasGemmEx on torch's handle and stream: torch's own
+// A float32-output GEMM for 16-bit inputs: cublasGemmEx on torch's handle and stream. torch's own
 // at::cuda::blas::gemm<T, float> is declared in its headers but not exported by every libtorch (2.11's lacks
-// it), so it is not used. MUSACODER_HAVE_CUBLAS is set where CMake found CUDA::cublas to link; without it the
-// accumulation falls back to the torch path (cuda_accumulate_takes says false).
+// it), and linking a cuBLAS of our own could load another version than the one torch was built with under the
+// same soname. So the function is taken at run time from the cuBLAS libtorch_cuda loaded; where it is not
+// found, cuda_accumulate_takes says false and the torch path accumulates.
+using GemmEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                  const void*, const void*, cudaDataType, int, const void*, cudaDataType, int,
+                                  const void*, void*, cudaDataType, int, cublasComputeType_t,
+                                  cublasGemmAlgo_t);
+GemmEx gemm_ex() {
+  static const GemmEx f = reinterpret_cast<GemmEx>(dlsym(RTLD_DEFAULT, "cublasGemmEx"));
+  return f;
+}
+
 bool cuda_accumulate_takes(const at::Tensor& acc, const at::Tensor& a, const at::Tensor& b) {
-#if MUSACODER_HAVE_CUBLAS
   const at::ScalarType t = a.scalar_type();
   const int64_t int_max = std::numeric_limits<int>::max();
-  return acc.is_cuda() && acc.scalar_type() == at::kFloat && acc.dim() == 2 && acc.is_contiguous() &&
-         (t == at::kBFloat16 || t == at::kHalf) && b.scalar_type() == t && a.device() == acc.device() &&
-         b.device() == acc.device() && a.dim() == 2 && b.dim() == 2 && a.stride(1) == 1 && b.stride(1) == 1 &&
-         a.size(0) == b.size(0) && a.size(0) > 0 && acc.size(0) == a.size(1) && acc.size(1) == b.size(1) &&
-         a.size(0) <= int_max && acc.numel() <= int_max && a.stride(0) <= int_max && b.stride(0) <= int_max;
-#else
-  (void)acc, (void)a, (void)b;
-  return false;
-#endif
+  return gemm_ex() != nullptr && acc.is_cuda() && acc.scalar_type() == at::kFloat && acc.dim() == 2 &&
+         acc.is_contiguous() && (t == at::kBFloat16 || t == at::kHalf) && b.scalar_type() == t &&
+         a.device() == acc.device() && b.device() == acc.device() && a.dim() == 2 && b.dim() == 2 &&
+         a.stride(1) == 1 && b.stride(1) == 1 && a.size(0) == b.size(0) && a.size(0) > 0 &&
+         acc.size(0) == a.size(1) && acc.size(1) == b.size(1) && a.size(0) <= int_max &&
+         acc.numel() <= int_max && a.stride(0) <= int_max && b.stride(0) <= int_max;
 }
 
 void cuda_accumulate_at_b(at::Tensor& acc, const at::Tensor& a, const at::Tensor& b) {
   TORCH_CHECK(cuda_accumulate_takes(acc, a, b), "cuda_accumulate_at_b: unsupported operands");
-#if MUSACODER_HAVE_CUBLAS
   // Column-major, as cuBLAS sees the row-major tensors: acc is accᵀ (C, V) = bᵀ (C, rows) · a (rows, V),
   // where b as stored is bᵀ (op n, ld = b's row stride) and a as stored is aᵀ (V, rows), taken as op t.
   const int rows = static_cast<int>(a.size(0)), V = static_cast<int>(acc.size(0)),
@@ -89,13 +92,12 @@ void cuda_accumulate_at_b(at::Tensor& acc, const at::Tensor& a, const at::Tensor
   const cudaDataType in = a.scalar_type() == at::kBFloat16 ? CUDA_R_16BF : CUDA_R_16F;
   const float one = 1.f;
   const cublasStatus_t status =
-      cublasGemmEx(at::cuda::getCurrentCUDABlasHandle(), CUBLAS_OP_N, CUBLAS_OP_T, C, V, rows, &one,
-                   b.data_ptr(), in, static_cast<int>(b.stride(0)), a.data_ptr(), in,
-                   static_cast<int>(a.stride(0)), &one, acc.data_ptr<float>(), CUDA_R_32F,
-                   static_cast<int>(acc.stride(0)), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+      gemm_ex()(at::cuda::getCurrentCUDABlasHandle(), CUBLAS_OP_N, CUBLAS_OP_T, C, V, rows, &one,
+                b.data_ptr(), in, static_cast<int>(b.stride(0)), a.data_ptr(), in,
+                static_cast<int>(a.stride(0)), &one, acc.data_ptr<float>(), CUDA_R_32F,
+                static_cast<int>(acc.stride(0)), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   TORCH_CHECK(status == CUBLAS_STATUS_SUCCESS, "cuda_accumulate_at_b: cublasGemmEx failed with status ",
               static_cast<int>(status));
-#endif
 }
 
 }  // namespace musacoder::train::detail
