@@ -13,34 +13,20 @@
 #include "support/cuda_emulation.h"
 #define MUSACODER_CUDA_EMULATION
 #include "engine/decode_linear_cuda.cu"
+#include "unit/engine/emulated_host.h"
 
 namespace musacoder::engine {
 namespace {
 
-template <typename T>
-std::vector<T> random_values(size_t n, std::mt19937& rng, float scale = 1.0f) {
-  std::normal_distribution<float> normal;
-  std::vector<T> v(n);
-  for (auto& x : v) x = from_float<T>(normal(rng) * scale);
-  return v;
-}
+using test::host_rotate;
+using test::random_values;
+using test::same_bits;
 
 template <typename T>
 std::vector<T> nans(size_t n) {
   std::vector<T> v(n);
   std::memset(v.data(), 0xFF, n * sizeof(T));
   return v;
-}
-
-// rope_write_kv's rotation of one head row (j, j + half), with its roundings.
-template <typename T>
-void host_rotate(const T* x, const T* c, const T* s, int half, T* out) {
-  for (int j = 0; j < half; ++j) {
-    const float lo = to_float(x[j]), hi = to_float(x[j + half]);
-    out[j] = from_float<T>(round_to<T>(lo * to_float(c[j])) + round_to<T>(-hi * to_float(s[j])));
-    out[j + half] =
-        from_float<T>(round_to<T>(hi * to_float(c[j + half])) + round_to<T>(lo * to_float(s[j + half])));
-  }
 }
 
 template <typename T>
@@ -141,7 +127,7 @@ void run_case(const Case& c, std::mt19937& rng) {
                                                                         : ", silu_mul") +
                            (c.delta ? " + delta" : "") + (c.bias ? ", bias" : "");
   if (c.prologue == DecodeLinearPrologue::kNorm && c.delta) {
-    EXPECT_EQ(std::memcmp(h_out.data(), h_sum.data(), h_sum.size() * sizeof(T)), 0) << "h + delta, " << what;
+    EXPECT_TRUE(same_bits(h_out, h_sum)) << "h + delta, " << what;
   }
   const double rel = relative_rounding<T>();
   // A normed element may round the other way (its rstd summed in another order): up to rel · |w · x| each.
@@ -200,11 +186,9 @@ void run_rope_case(int rows, bool bias_on, std::mt19937& rng) {
   a.heads = H, a.kv_heads = Hkv, a.head_dim = D;
   launch_kernel<T>(a, 2, static_cast<unsigned>((n / 2 + kLinearWarps - 1) / kLinearWarps), smem);
   const std::string what = "rope, rows " + std::to_string(rows) + (bias_on ? ", bias" : "");
-  EXPECT_EQ(std::memcmp(q_out.data(), q_want.data(), q_want.size() * sizeof(T)), 0) << what << ": q";
-  EXPECT_EQ(std::memcmp(k_pages.data(), kp_want.data(), kp_want.size() * sizeof(T)), 0)
-      << what << ": k pages";
-  EXPECT_EQ(std::memcmp(v_pages.data(), vp_want.data(), vp_want.size() * sizeof(T)), 0)
-      << what << ": v pages";
+  EXPECT_TRUE(same_bits(q_out, q_want)) << what << ": q";
+  EXPECT_TRUE(same_bits(k_pages, kp_want)) << what << ": k pages";
+  EXPECT_TRUE(same_bits(v_pages, vp_want)) << what << ": v pages";
 }
 
 // Each emulated launch runs 256 threads; the cases cover every rows count, outputs per warp and prologue
