@@ -35,13 +35,16 @@ torch::Tensor LayerInput::normed() const {
   return engine::norm(norm, h, delta, ctx.fused_ops);
 }
 
-std::vector<torch::Tensor> LayerInput::project(const FusedLinear& linear) const {
+torch::Tensor LayerInput::linear(const torch::Tensor& weight, const torch::Tensor& bias) const {
 #ifdef MUSACODER_ENGINE_CUDA
-  if (ctx.decode_linear && linear.fused() && decode_linear_takes(h.size(0), linear.weight()))
-    return linear.split(
-        norm_linear_cuda(h, delta, this->norm->weight, this->norm->eps(), linear.weight(), linear.bias()));
+  if (ctx.decode_linear && decode_linear_takes(h.size(0), weight))
+    return norm_linear_cuda(h, delta, norm->weight, norm->eps(), weight, bias);
 #endif
-  return linear(normed());
+  return torch::nn::functional::linear(normed(), weight, bias);
+}
+
+std::vector<torch::Tensor> LayerInput::project(const FusedLinear& linear) const {
+  return linear.fused() ? linear.split(this->linear(linear.weight(), linear.bias())) : linear(normed());
 }
 
 torch::Tensor rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin, bool fused) {
@@ -305,13 +308,10 @@ torch::Tensor ModelRunner::forward_tokens(const torch::Tensor& ids, StepContext&
     delta = mlp(layer->mlp, gate_up_[i], {h, delta, layer->post_attention_layernorm, ctx});
   }
   const torch::Tensor& w = model_->output_weight();
-#ifdef MUSACODER_ENGINE_CUDA
-  if (ctx.decode_linear && !logits_rows.defined() && decode_linear_takes(h.size(0), w))
-    return norm_linear_cuda(h, delta, backbone->norm->weight, backbone->norm->eps(), w, {}).to(torch::kFloat);
-#endif
-  torch::Tensor x = norm(backbone->norm, h, delta, fused_ops_);  // row by row: selecting rows after is exact
-  if (logits_rows.defined()) x = x.index_select(0, logits_rows);
-  return torch::nn::functional::linear(x, w).to(torch::kFloat);
+  const LayerInput last{h, delta, backbone->norm, ctx};
+  if (!logits_rows.defined()) return last.linear(w, {}).to(torch::kFloat);
+  // Row by row: selecting the rows after the norm is exact.
+  return torch::nn::functional::linear(last.normed().index_select(0, logits_rows), w).to(torch::kFloat);
 }
 
 bool ModelRunner::refresh_weights() {

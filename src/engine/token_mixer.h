@@ -66,8 +66,10 @@ struct LayerInput {
   const StepContext& ctx;
   // norm(h, delta, ctx.fused_ops): the normed rows.
   torch::Tensor normed() const;
-  // linear's outputs for the normed rows: one decode_linear kernel with the norm in it where it takes the
-  // fused weight, else linear(normed()).
+  // normed() · weightᵀ + bias: one decode_linear kernel with the norm in it where it takes the weight
+  // (ctx.decode_linear), else F.linear(normed(), ...).
+  torch::Tensor linear(const torch::Tensor& weight, const torch::Tensor& bias) const;
+  // linear's outputs for the normed rows: linear() of the fused weight, split, or the parts one by one.
   std::vector<torch::Tensor> project(const FusedLinear& linear) const;
 };
 
